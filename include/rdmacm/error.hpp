@@ -1,0 +1,47 @@
+#pragma once
+/// @file
+/// Errors of asio-rdmacm.
+///
+/// Two kinds of error_code reach a completion handler:
+/// - a librdmacm or libibverbs call that failed: `boost::system::system_category()` with the
+///   call's errno; `ec.location().function_name()` (and so `ec.what()`) names the call, e.g.
+///   "rdma_resolve_addr";
+/// - a CM event that reports a failure (ADDR_ERROR, REJECTED, ...) or a misuse of the
+///   library: `rdmacm::error_category()` with an `rdmacm::errc`. The event's raw status
+///   (e.g. the reject reason) stays in the `cm_event` the operation completes with.
+#include <boost/system/error_code.hpp>
+
+namespace rdmacm {
+
+using boost::system::error_code;
+
+enum class errc {
+    // CM events that end an operation in failure.
+    address_error = 1, ///< RDMA_CM_EVENT_ADDR_ERROR: address resolution failed
+    route_error,       ///< RDMA_CM_EVENT_ROUTE_ERROR: route resolution failed
+    connect_error,     ///< RDMA_CM_EVENT_CONNECT_ERROR: error while establishing the connection
+    unreachable,       ///< RDMA_CM_EVENT_UNREACHABLE: the peer did not answer
+    rejected,          ///< RDMA_CM_EVENT_REJECTED: the peer (or its CM) rejected the request
+    device_removed,    ///< RDMA_CM_EVENT_DEVICE_REMOVAL: the RDMA device went away
+    address_changed,   ///< RDMA_CM_EVENT_ADDR_CHANGE: the id's address changed under it
+    disconnected,      ///< RDMA_CM_EVENT_DISCONNECTED arrived while connecting or accepting
+    multicast_error,   ///< RDMA_CM_EVENT_MULTICAST_ERROR
+    unexpected_event,  ///< an event the operation cannot have caused
+    // Misuse, refused before any librdmacm call.
+    operation_in_progress, ///< an operation of the same kind is already outstanding on the id
+    not_open,              ///< the object is closed or moved-from
+    already_listening,     ///< listen() on a listening id
+    address_family_not_supported, ///< neither IPv4 nor IPv6 (nor AF_IB)
+    private_data_too_long, ///< more private data than the transport can carry
+    channel_closed,        ///< the id's event channel is gone
+};
+
+/// The category of `errc` values ("asio-rdmacm").
+const boost::system::error_category& error_category() noexcept;
+
+inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
+
+} // namespace rdmacm
+
+template <>
+struct boost::system::is_error_code_enum<rdmacm::errc> : std::true_type {};

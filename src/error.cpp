@@ -1,0 +1,58 @@
+#include "rdmacm/error.hpp"
+
+#include <string>
+
+namespace rdmacm {
+namespace {
+
+class category final : public boost::system::error_category {
+public:
+    // A fixed id keeps error_codes comparable across shared-library boundaries.
+    constexpr category() noexcept : error_category(0x8e2f'51c3'7a0d'4b19) {}
+
+    const char* name() const noexcept override { return "asio-rdmacm"; }
+
+    std::string message(int ev) const override {
+        switch (static_cast<errc>(ev)) {
+        case errc::address_error: return "address resolution failed (RDMA_CM_EVENT_ADDR_ERROR)";
+        case errc::route_error: return "route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR)";
+        case errc::connect_error: return "connection setup failed (RDMA_CM_EVENT_CONNECT_ERROR)";
+        case errc::unreachable: return "peer unreachable (RDMA_CM_EVENT_UNREACHABLE)";
+        case errc::rejected: return "connection rejected by the peer (RDMA_CM_EVENT_REJECTED)";
+        case errc::device_removed: return "RDMA device removed (RDMA_CM_EVENT_DEVICE_REMOVAL)";
+        case errc::address_changed: return "address changed (RDMA_CM_EVENT_ADDR_CHANGE)";
+        case errc::disconnected: return "disconnected before the operation completed (RDMA_CM_EVENT_DISCONNECTED)";
+        case errc::multicast_error: return "multicast join failed (RDMA_CM_EVENT_MULTICAST_ERROR)";
+        case errc::unexpected_event: return "CM event the operation cannot have caused";
+        case errc::operation_in_progress: return "an operation of this kind is already in progress on this id";
+        case errc::not_open: return "the CM id is closed";
+        case errc::already_listening: return "the CM id is already listening";
+        case errc::address_family_not_supported: return "address family not supported (IPv4, IPv6 or AF_IB only)";
+        case errc::private_data_too_long: return "private data longer than the transport allows";
+        case errc::channel_closed: return "the event channel is closed";
+        }
+        return "asio-rdmacm error " + std::to_string(ev);
+    }
+
+    boost::system::error_condition default_error_condition(int ev) const noexcept override {
+        namespace sc = boost::system::errc;
+        switch (static_cast<errc>(ev)) {
+        case errc::rejected: return sc::make_error_condition(sc::connection_refused);
+        case errc::unreachable: return sc::make_error_condition(sc::host_unreachable);
+        case errc::connect_error: return sc::make_error_condition(sc::connection_aborted);
+        case errc::device_removed: return sc::make_error_condition(sc::no_such_device);
+        case errc::address_family_not_supported: return sc::make_error_condition(sc::address_family_not_supported);
+        case errc::private_data_too_long: return sc::make_error_condition(sc::message_size);
+        case errc::not_open: return sc::make_error_condition(sc::bad_file_descriptor);
+        default: return {ev, *this};
+        }
+    }
+};
+
+constexpr category the_category;
+
+} // namespace
+
+const boost::system::error_category& error_category() noexcept { return the_category; }
+
+} // namespace rdmacm

@@ -1,0 +1,39 @@
+# Shared by tools/test and tools/demo (sourced, not run): install what the build needs,
+# build, and run a command where a real kernel RDMA CM is: on this host when it has RDMA
+# devices of its own, else in the test bed's VM.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$repo/tools/rdma-vm/common.sh"
+
+build_packages=(g++ cmake make pkg-config libboost1.81-dev libboost-test1.81-dev
+    librdmacm-dev libibverbs-dev rdma-core ibverbs-providers rdmacm-utils iproute2)
+
+# Host RDMA usable? Then RDMACM_TEST_DEVICES and the addresses are exported.
+host_rdma() { local e; e=$("$repo/tools/rdma-env" 2>/dev/null) && eval "$e"; }
+
+prepare() {
+    [ "$(id -u)" = 0 ] || die "run as root: it installs Debian packages (and sets up the VM)"
+    apt_install "${build_packages[@]}"
+    if host_rdma; then
+        log "host RDMA devices: $RDMACM_TEST_DEVICES"
+        cmake_devices="-DRDMACM_TEST_DEVICES=${RDMACM_TEST_DEVICES// /;}"
+    else
+        log "no RDMA on this host: using the Soft-RoCE/soft-iWARP VM"
+        "$repo/tools/rdma-vm/setup" >/dev/null
+        cmake_devices="-DRDMACM_TEST_DEVICES=rxe0;siw0"
+    fi
+    build=${RDMACM_BUILD_DIR:-$repo/build}
+    cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$cmake_devices" >/dev/null
+    cmake --build "$build" -j"$(nproc)" -- --no-print-directory
+}
+
+# run_on_rdma [--timeout SECS] CMD...: in the VM with the repo as the shared directory.
+run_on_rdma() {
+    local t=(--timeout 1500)
+    [ "${1:-}" = --timeout ] && { t=(--timeout "$2"); shift 2; }
+    if host_rdma; then
+        (cd "$repo" && timeout -k 5 "${t[1]}" "$@")
+    else
+        (cd "$repo" && "$repo/tools/rdma-vm/run-in-vm" "${t[@]}" "$repo" "$@")
+    fi
+}
