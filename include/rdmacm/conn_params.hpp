@@ -1,0 +1,51 @@
+#pragma once
+/// @file
+/// `rdmacm::conn_params`: what connect and accept send to the peer.
+#include "rdmacm/error.hpp"
+
+#include <rdma/rdma_cma.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace rdmacm {
+
+/// Parameters of `rdma_connect` / `rdma_accept`. The defaults suit an RC queue pair with
+/// one outstanding RDMA read each way. `private_data` is copied when the operation is
+/// initiated, so it need not outlive the call.
+struct conn_params {
+    std::span<const std::byte> private_data{};
+    std::uint8_t responder_resources = 1;
+    std::uint8_t initiator_depth = 1;
+    std::uint8_t flow_control = 1;
+    std::uint8_t retry_count = 7;     ///< connect only
+    std::uint8_t rnr_retry_count = 7; ///< 7 = retry forever
+};
+
+namespace detail {
+
+// conn_params with its private data copied in: safe to keep in a deferred operation.
+class owned_conn_params {
+public:
+    explicit owned_conn_params(const conn_params& p) noexcept;
+    // private_data_too_long when the bytes do not fit librdmacm's 8-bit length (the
+    // transport's own, smaller, limit is the kernel's to enforce: EINVAL).
+    error_code error() const noexcept { return error_; }
+    rdma_conn_param native() const noexcept;
+    // The parameters, private data pointing into this object.
+    conn_params view() const noexcept {
+        conn_params p = params_;
+        p.private_data = {data_.data(), params_.private_data.size()};
+        return p;
+    }
+
+private:
+    conn_params params_;
+    std::array<std::byte, 255> data_{};
+    error_code error_;
+};
+
+} // namespace detail
+} // namespace rdmacm

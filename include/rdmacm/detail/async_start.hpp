@@ -1,0 +1,55 @@
+#pragma once
+// The one template every asynchronous operation goes through: async_initiate with the
+// universal completion-token model, outstanding work tracked on the handler's executor
+// until it has run, and the handler type-erased for the compiled core, keeping its
+// associated executor, allocator and cancellation slot.
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/associator.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+
+#include <utility>
+
+namespace rdmacm::detail {
+
+// A handler that keeps its executor's work count up until it has run or been destroyed.
+template <typename Handler, typename Executor>
+struct tracked_handler {
+    Handler handler;
+    boost::asio::executor_work_guard<Executor> work;
+
+    template <typename... Args>
+    void operator()(Args&&... args) && {
+        auto w = std::move(work); // released after the handler returns
+        std::move(handler)(std::forward<Args>(args)...);
+    }
+};
+
+template <typename Signature, typename Token, typename Start>
+auto async_start(const boost::asio::any_io_executor& io_ex, Token&& token, Start&& start) {
+    return boost::asio::async_initiate<Token, Signature>(
+        [](auto handler, const boost::asio::any_io_executor& ex, auto start_op) {
+            using handler_type = decltype(handler);
+            auto hex = boost::asio::get_associated_executor(handler, ex);
+            using tracked = tracked_handler<handler_type, decltype(hex)>;
+            start_op(boost::asio::any_completion_handler<Signature>(
+                tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
+        },
+        token, io_ex, std::forward<Start>(start));
+}
+
+} // namespace rdmacm::detail
+
+// The tracked handler is associated with whatever its inner handler is (executor,
+// allocator, cancellation slot).
+template <template <typename, typename> class Associator, typename Handler, typename Executor,
+          typename DefaultCandidate>
+struct boost::asio::associator<Associator, rdmacm::detail::tracked_handler<Handler, Executor>, DefaultCandidate>
+    : Associator<Handler, DefaultCandidate> {
+    static typename Associator<Handler, DefaultCandidate>::type
+    get(const rdmacm::detail::tracked_handler<Handler, Executor>& h, const DefaultCandidate& c = DefaultCandidate()) noexcept {
+        return Associator<Handler, DefaultCandidate>::get(h.handler, c);
+    }
+};

@@ -1,0 +1,64 @@
+#pragma once
+// The shared state behind an event_channel: the rdma_event_channel, the strand its reader
+// runs on, and the reader itself (compiled in src/channel_impl.cpp).
+//
+// Lifetime: held by the user's event_channel and by every id on the channel, so it
+// outlives them all (ids are destroyed before the channel, semantics R7). The reader runs
+// while anybody "owns" the channel; when the last owner goes it releases the descriptor
+// (never closing the fd) and the last reference destroys the rdma_event_channel.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/posix/basic_stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <rdma/rdma_cma.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace rdmacm::detail {
+
+class channel_impl : public std::enable_shared_from_this<channel_impl> {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    // Creates the channel (O_NONBLOCK set here, semantics A4); throws system_error naming
+    // the failed call. The new channel has one owner: the caller.
+    static std::shared_ptr<channel_impl> create(const executor_type& ex);
+    ~channel_impl();
+    channel_impl(const channel_impl&) = delete;
+    channel_impl& operator=(const channel_impl&) = delete;
+
+    rdma_event_channel* native() const noexcept { return channel_; }
+    const executor_type& get_executor() const noexcept { return executor_; }
+
+    void add_owner() noexcept { owners_.fetch_add(1, std::memory_order_relaxed); }
+    void remove_owner() noexcept;
+
+    // Runs f on the reader's strand: where ids are destroyed, so that no event of theirs is
+    // being routed at the same time (events carry the id's context pointer).
+    template <typename F>
+    void post_to_reader(F&& f) {
+        boost::asio::post(strand_, std::forward<F>(f));
+    }
+
+    // Events read, for statistics and tests.
+    std::uint64_t events_read() const noexcept { return events_read_.load(std::memory_order_relaxed); }
+
+private:
+    explicit channel_impl(const executor_type& ex, rdma_event_channel* ch);
+    void wait();
+    void drain();
+    void stop();
+
+    rdma_event_channel* channel_;
+    executor_type executor_;
+    boost::asio::strand<executor_type> strand_;
+    boost::asio::posix::basic_stream_descriptor<executor_type> descriptor_;
+    std::atomic<std::size_t> owners_{1};
+    std::atomic<std::uint64_t> events_read_{0};
+    bool stopped_ = false; // on the strand
+};
+
+} // namespace rdmacm::detail

@@ -1,0 +1,87 @@
+#pragma once
+// What cm_id and listener share: a move-only handle on an id_impl, and the operations that
+// make sense on both (close, cancel, executor, addresses, next event).
+#include "rdmacm/detail/async_start.hpp"
+#include "rdmacm/detail/id_impl.hpp"
+#include "rdmacm/endpoint.hpp"
+
+#include <memory>
+
+namespace rdmacm::detail {
+
+class id_handle {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    /// The executor completion handlers run on unless they have their own.
+    const executor_type& get_executor() const noexcept { return executor_; }
+    /// The librdmacm id (still owned by this object); nullptr when closed.
+    rdma_cm_id* native_handle() const noexcept { return impl_ && !impl_->closed() ? impl_->native() : nullptr; }
+    bool is_open() const noexcept { return native_handle() != nullptr; }
+
+    /// Aborts every outstanding operation: their handlers get operation_aborted. CM work
+    /// already started in the kernel (a resolution, a connect) goes on, its events are
+    /// dropped; a cancelled connect leaves an id that is only good for close().
+    void cancel() noexcept {
+        if (impl_) impl_->cancel();
+    }
+    /// Cancels, then destroys the id (its queue pair first) on the channel's reader strand.
+    /// A connection request never accepted is rejected. Idempotent; also done by the
+    /// destructor.
+    void close() noexcept {
+        if (impl_) impl_->close();
+    }
+
+    /// The bound / resolved local address; empty endpoint when there is none.
+    endpoint local_endpoint() const noexcept;
+    /// The peer's address once resolved or connected.
+    endpoint remote_endpoint() const noexcept;
+
+    /// Waits for the next CM event that no other operation consumes: the peer's
+    /// DISCONNECTED, ADDR_CHANGE, DEVICE_REMOVAL, TIMEWAIT_EXIT, and events the id got
+    /// through calls made on `native_handle()`. Events are kept, in order, until asked for.
+    ///
+    /// Signature: `void(error_code, cm_event)`; error: operation_aborted,
+    /// errc::operation_in_progress (another next-event wait is outstanding), errc::not_open.
+    /// Cancellation: terminal, partial, total (no event is lost).
+    template <typename Token>
+    auto async_next_event(Token&& token) {
+        return start<void(error_code, cm_event)>(op_kind::next_event, std::forward<Token>(token), {});
+    }
+
+    // A moved-from handle keeps its executor (as Asio's I/O objects do), so operations on
+    // it complete with errc::not_open instead of having nowhere to run.
+    id_handle(id_handle&& other) noexcept : executor_(other.executor_), impl_(std::move(other.impl_)) {}
+    id_handle& operator=(id_handle&& other) noexcept {
+        if (this != &other) {
+            close();
+            executor_ = other.executor_;
+            impl_ = std::move(other.impl_);
+        }
+        return *this;
+    }
+    const std::shared_ptr<id_impl>& impl() const noexcept { return impl_; }
+
+protected:
+    id_handle(executor_type ex, std::shared_ptr<id_impl> impl) noexcept
+        : executor_(std::move(ex)), impl_(std::move(impl)) {}
+    ~id_handle() { close(); }
+
+    // Starts an operation of `kind` on the id (with `call`, the librdmacm call that starts
+    // it, unless empty). A closed or moved-from handle completes with errc::not_open.
+    template <typename Signature, typename Token>
+    auto start(op_kind kind, Token&& token, id_impl::starter call) {
+        return async_start<Signature>(executor_, std::forward<Token>(token),
+                                      [ex = executor_, impl = impl_, kind, call = std::move(call)](auto handler) {
+                                          if (impl)
+                                              impl->start(kind, std::move(handler), call);
+                                          else
+                                              id_impl::refuse(ex, std::move(handler), errc::not_open);
+                                      });
+    }
+
+    executor_type executor_;
+    std::shared_ptr<id_impl> impl_;
+};
+
+} // namespace rdmacm::detail

@@ -1,0 +1,99 @@
+#pragma once
+// The shared state behind a cm_id or listener (compiled in src/id_impl.cpp): the
+// rdma_cm_id, its channel and executor, and the handlers of its outstanding operations.
+// id_machine decides; this holds the handlers and does the I/O.
+//
+// Threads: on_event/on_request run on the channel's reader strand; start/cancel/close may
+// run on any thread. One mutex guards the machine, the handlers and the queues; no handler
+// is ever called under it (completions are posted to the id's executor).
+#include "rdmacm/detail/channel_impl.hpp"
+#include "rdmacm/detail/id_machine.hpp"
+#include "rdmacm/event.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+
+#include <array>
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+#include <variant>
+
+namespace rdmacm {
+struct connection_request;
+}
+
+namespace rdmacm::detail {
+
+class id_impl : public std::enable_shared_from_this<id_impl> {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using void_handler = boost::asio::any_completion_handler<void(error_code)>;
+    using event_handler = boost::asio::any_completion_handler<void(error_code, cm_event)>;
+    using request_handler = boost::asio::any_completion_handler<void(error_code, connection_request)>;
+    using any_handler = std::variant<std::monostate, void_handler, event_handler, request_handler>;
+    // The librdmacm call that starts an operation; it returns its error.
+    using starter = std::function<error_code(rdma_cm_id*)>;
+
+    // A new id on `channel`, its handlers run on `ex`; throws system_error
+    // ("rdma_create_id") on failure.
+    static std::shared_ptr<id_impl> create(std::shared_ptr<channel_impl> channel, const executor_type& ex,
+                                           rdma_port_space ps);
+    ~id_impl();
+    id_impl(const id_impl&) = delete;
+    id_impl& operator=(const id_impl&) = delete;
+
+    rdma_cm_id* native() const noexcept { return id_; }
+    const executor_type& get_executor() const noexcept { return executor_; }
+    const std::shared_ptr<channel_impl>& channel() const noexcept { return channel_; }
+
+    // Starts an operation of `kind`: refused at once (posted) if the machine says so;
+    // otherwise the handler waits for its event and `call` (may be empty) is made.
+    void start(op_kind kind, any_handler handler, const starter& call);
+
+    // Completes `handler` with `ec` on `ex` (no id to start it on).
+    static void refuse(const executor_type& ex, any_handler handler, error_code ec);
+
+    // Aborts every outstanding operation (operation_aborted); the CM work already started
+    // in the kernel goes on, its events are dropped.
+    void cancel() noexcept;
+    // cancel(), and the id is destroyed on the reader strand (a connection request never
+    // accepted is rejected first). Idempotent.
+    void close() noexcept;
+    bool closed() const noexcept;
+
+    // Reader strand only.
+    void on_event(const cm_event& ev);
+    void on_request(rdma_cm_id* new_id, const cm_event& ev);
+
+    // Marks a new id as an unanswered connection request: close() rejects it.
+    void set_pending_request(bool pending) noexcept { pending_request_ = pending; }
+
+private:
+    id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id);
+    struct canceller;
+    struct completion {
+        any_handler handler;
+        error_code ec;
+        cm_event event;
+        std::shared_ptr<id_impl> new_id; // request: the new id
+    };
+    void cancel_one(op_kind kind, std::uint32_t generation) noexcept;
+    void post(completion c) { post(executor_, std::move(c)); }
+    static void post(const executor_type& ex, completion c);
+    void destroy() noexcept; // reader strand, or the destructor when it never ran
+
+    std::shared_ptr<channel_impl> channel_;
+    executor_type executor_;
+    rdma_cm_id* id_;
+    mutable std::mutex mutex_;
+    id_machine machine_;
+    std::array<any_handler, op_kind_count> handlers_;
+    std::deque<cm_event> events_;                                           // for next_event
+    std::deque<std::pair<std::shared_ptr<id_impl>, cm_event>> requests_;    // for request
+    std::atomic<bool> pending_request_{false};
+};
+
+} // namespace rdmacm::detail

@@ -1,0 +1,12 @@
+#pragma once
+/// @file
+/// All of asio-rdmacm.
+#include "rdmacm/cm_id.hpp"
+#include "rdmacm/conn_params.hpp"
+#include "rdmacm/connect.hpp"
+#include "rdmacm/connection_request.hpp"
+#include "rdmacm/endpoint.hpp"
+#include "rdmacm/error.hpp"
+#include "rdmacm/event.hpp"
+#include "rdmacm/event_channel.hpp"
+#include "rdmacm/listener.hpp"

@@ -1,0 +1,181 @@
+#include "rdmacm/cm_id.hpp"
+
+#include "rdmacm/detail/call_error.hpp"
+#include "rdmacm/listener.hpp"
+
+#include <boost/system/system_error.hpp>
+
+#include <cstring>
+
+namespace rdmacm {
+namespace detail {
+
+endpoint to_endpoint(const sockaddr* sa) noexcept {
+    endpoint ep;
+    if (!sa) return ep;
+    std::size_t len = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
+    if (len == 0) return ep;
+    std::memcpy(ep.data(), sa, len);
+    return ep;
+}
+
+bool supported(const endpoint& ep) noexcept {
+    auto family = ep.data()->sa_family;
+    return family == AF_INET || family == AF_INET6;
+}
+
+endpoint id_handle::local_endpoint() const noexcept {
+    rdma_cm_id* id = native_handle();
+    return id ? to_endpoint(rdma_get_local_addr(id)) : endpoint{};
+}
+
+endpoint id_handle::remote_endpoint() const noexcept {
+    rdma_cm_id* id = native_handle();
+    return id ? to_endpoint(rdma_get_peer_addr(id)) : endpoint{};
+}
+
+namespace {
+void throw_if(const error_code& ec) {
+    if (ec) throw boost::system::system_error(ec);
+}
+} // namespace
+
+} // namespace detail
+
+cm_id::cm_id(event_channel& channel, rdma_port_space ps) : cm_id(channel.get_executor(), channel, ps) {}
+
+cm_id::cm_id(const executor_type& ex, event_channel& channel, rdma_port_space ps)
+    : id_handle(ex, detail::id_impl::create(channel.impl(), ex, ps)) {}
+
+cm_id::cm_id(std::shared_ptr<detail::id_impl> impl) noexcept
+    : id_handle(impl ? impl->get_executor() : executor_type{}, std::move(impl)) {}
+
+detail::id_impl::starter cm_id::resolve_address_call(const endpoint& local, const endpoint& remote,
+                                                     std::chrono::milliseconds timeout) const {
+    return [local = endpoint(local), remote = endpoint(remote),
+            ms = static_cast<int>(timeout.count())](rdma_cm_id* id) mutable -> error_code {
+        bool has_local = local != endpoint{};
+        if (!detail::supported(remote) || (has_local && !detail::supported(local)))
+            return errc::address_family_not_supported;
+        if (rdma_resolve_addr(id, has_local ? local.data() : nullptr, remote.data(), ms) != 0)
+            return RDMACM_CALL_ERROR("rdma_resolve_addr");
+        return {};
+    };
+}
+
+detail::id_impl::starter cm_id::resolve_route_call(std::chrono::milliseconds timeout) {
+    return [ms = static_cast<int>(timeout.count())](rdma_cm_id* id) -> error_code {
+        if (rdma_resolve_route(id, ms) != 0) return RDMACM_CALL_ERROR("rdma_resolve_route");
+        return {};
+    };
+}
+
+detail::id_impl::starter cm_id::connect_call(const detail::owned_conn_params& params) {
+    return [params](rdma_cm_id* id) -> error_code {
+        if (params.error()) return params.error();
+        rdma_conn_param p = params.native();
+        if (rdma_connect(id, &p) != 0) return RDMACM_CALL_ERROR("rdma_connect");
+        return {};
+    };
+}
+
+detail::id_impl::starter cm_id::accept_call(const detail::owned_conn_params& params) const {
+    // Called inside impl->start(), so the raw pointer is alive.
+    return [params, impl = impl_.get()](rdma_cm_id* id) -> error_code {
+        if (params.error()) return params.error();
+        rdma_conn_param p = params.native();
+        if (rdma_accept(id, &p) != 0) return RDMACM_CALL_ERROR("rdma_accept");
+        impl->set_pending_request(false);
+        return {};
+    };
+}
+
+detail::id_impl::starter cm_id::disconnect_call() {
+    return [](rdma_cm_id* id) -> error_code {
+        if (rdma_disconnect(id) != 0) return RDMACM_CALL_ERROR("rdma_disconnect");
+        return {};
+    };
+}
+
+void cm_id::reject(std::span<const std::byte> private_data) {
+    error_code ec;
+    reject(private_data, ec);
+    detail::throw_if(ec);
+}
+
+void cm_id::reject(std::span<const std::byte> private_data, error_code& ec) noexcept {
+    ec = {};
+    rdma_cm_id* id = native_handle();
+    if (!id) {
+        ec = errc::not_open;
+    } else if (private_data.size() > 255) {
+        ec = errc::private_data_too_long;
+    } else if (rdma_reject(id, private_data.data(), static_cast<std::uint8_t>(private_data.size())) != 0) {
+        ec = RDMACM_CALL_ERROR("rdma_reject");
+    } else {
+        impl_->set_pending_request(false);
+    }
+}
+
+void cm_id::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd) {
+    error_code ec;
+    create_qp(attr, pd, ec);
+    detail::throw_if(ec);
+}
+
+void cm_id::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) noexcept {
+    ec = {};
+    rdma_cm_id* id = native_handle();
+    if (!id)
+        ec = errc::not_open;
+    else if (rdma_create_qp(id, pd, &attr) != 0)
+        ec = RDMACM_CALL_ERROR("rdma_create_qp");
+}
+
+ibv_qp* cm_id::qp() const noexcept {
+    rdma_cm_id* id = native_handle();
+    return id ? id->qp : nullptr;
+}
+
+listener::listener(event_channel& channel, rdma_port_space ps) : listener(channel.get_executor(), channel, ps) {}
+
+listener::listener(const executor_type& ex, event_channel& channel, rdma_port_space ps)
+    : id_handle(ex, detail::id_impl::create(channel.impl(), ex, ps)) {}
+
+void listener::bind(const endpoint& local) {
+    error_code ec;
+    bind(local, ec);
+    detail::throw_if(ec);
+}
+
+void listener::bind(const endpoint& local, error_code& ec) noexcept {
+    ec = {};
+    rdma_cm_id* id = native_handle();
+    if (!id)
+        ec = errc::not_open;
+    else if (!detail::supported(local))
+        ec = errc::address_family_not_supported;
+    else if (rdma_bind_addr(id, const_cast<sockaddr*>(local.data())) != 0)
+        ec = RDMACM_CALL_ERROR("rdma_bind_addr");
+}
+
+void listener::listen(int backlog) {
+    error_code ec;
+    listen(backlog, ec);
+    detail::throw_if(ec);
+}
+
+void listener::listen(int backlog, error_code& ec) noexcept {
+    ec = {};
+    rdma_cm_id* id = native_handle();
+    if (!id)
+        ec = errc::not_open;
+    else if (listening_)
+        ec = errc::already_listening;
+    else if (rdma_listen(id, backlog) != 0)
+        ec = RDMACM_CALL_ERROR("rdma_listen");
+    else
+        listening_ = true;
+}
+
+} // namespace rdmacm

@@ -1,0 +1,229 @@
+#include "rdmacm/detail/id_impl.hpp"
+
+#include "rdmacm/connection_request.hpp"
+#include "rdmacm/detail/call_error.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/system/system_error.hpp>
+
+namespace rdmacm::detail {
+
+// Installed in an operation's cancellation slot. Holds no strong reference: a slot may
+// outlive the id, and a stale canceller (its operation completed) is a no-op.
+struct id_impl::canceller {
+    std::weak_ptr<id_impl> impl;
+    op_kind kind;
+    std::uint32_t generation;
+
+    void operator()(boost::asio::cancellation_type type) const {
+        // Operations with CM work in the kernel can only be abandoned: terminal. Waiting
+        // for an event or a request is cleanly undone: any type.
+        bool clean = kind == op_kind::next_event || kind == op_kind::request;
+        if (!clean && (type & boost::asio::cancellation_type::terminal) == boost::asio::cancellation_type::none)
+            return;
+        if (auto p = impl.lock()) p->cancel_one(kind, generation);
+    }
+};
+
+std::shared_ptr<id_impl> id_impl::create(std::shared_ptr<channel_impl> channel, const executor_type& ex,
+                                         rdma_port_space ps) {
+    rdma_cm_id* id = nullptr;
+    if (rdma_create_id(channel->native(), &id, nullptr, ps) != 0)
+        throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_id"));
+    std::shared_ptr<id_impl> self(new id_impl(std::move(channel), ex, id));
+    return self;
+}
+
+id_impl::id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id)
+    : channel_(std::move(channel)), executor_(ex), id_(id) {
+    // Events carry this pointer; it stays valid until the id is destroyed on the reader
+    // strand, after which no event of the id can be read.
+    id_->context = this;
+    channel_->add_owner();
+}
+
+id_impl::~id_impl() { destroy(); }
+
+bool id_impl::closed() const noexcept {
+    std::lock_guard lock(mutex_);
+    return machine_.closed();
+}
+
+void id_impl::start(op_kind kind, any_handler handler, const starter& call) {
+    std::unique_lock lock(mutex_);
+    if (error_code ec = machine_.start(kind)) {
+        lock.unlock();
+        post({std::move(handler), ec, {}, {}});
+        return;
+    }
+    // The peer disconnected first: our rdma_disconnect only answers it (IB's DREP), no
+    // DISCONNECTED of our own will come.
+    if (kind == op_kind::disconnect && machine_.disconnected()) {
+        machine_.completed(kind);
+        rdma_cm_id* id = id_;
+        lock.unlock();
+        if (call) (void)call(id); // the connection is down either way
+        post({std::move(handler), {}, {}, {}});
+        return;
+    }
+    // Something already waiting for it?
+    if (kind == op_kind::next_event && !events_.empty()) {
+        completion c{std::move(handler), {}, events_.front(), {}};
+        events_.pop_front();
+        machine_.completed(kind);
+        lock.unlock();
+        post(std::move(c));
+        return;
+    }
+    if (kind == op_kind::request && !requests_.empty()) {
+        completion c{std::move(handler), {}, requests_.front().second, std::move(requests_.front().first)};
+        requests_.pop_front();
+        machine_.completed(kind);
+        lock.unlock();
+        post(std::move(c));
+        return;
+    }
+    const std::uint32_t generation = machine_.generation(kind);
+    std::visit(
+        [&](auto& h) {
+            if constexpr (!std::is_same_v<std::decay_t<decltype(h)>, std::monostate>) {
+                auto slot = boost::asio::get_associated_cancellation_slot(h);
+                if (slot.is_connected()) slot.template emplace<canceller>(canceller{weak_from_this(), kind, generation});
+            }
+        },
+        handler);
+    handlers_[static_cast<std::size_t>(kind)] = std::move(handler);
+    rdma_cm_id* id = id_;
+    lock.unlock();
+
+    // The call goes out after the handler is in place: its event cannot beat it.
+    if (!call) return;
+    error_code ec = call(id);
+    if (!ec) return;
+    lock.lock();
+    auto& slot = handlers_[static_cast<std::size_t>(kind)];
+    if (machine_.generation(kind) != generation) return; // cannot happen: the slot was busy
+    machine_.call_failed(kind);
+    if (slot.index() == 0) return; // cancelled meanwhile: already completed
+    completion c{std::exchange(slot, {}), ec, {}, {}};
+    lock.unlock();
+    post(std::move(c));
+}
+
+void id_impl::cancel_one(op_kind kind, std::uint32_t generation) noexcept {
+    std::unique_lock lock(mutex_);
+    auto& slot = handlers_[static_cast<std::size_t>(kind)];
+    if (machine_.generation(kind) != generation || slot.index() == 0 || !machine_.cancel(kind)) return;
+    completion c{std::exchange(slot, {}), boost::asio::error::operation_aborted, {}, {}};
+    lock.unlock();
+    post(std::move(c));
+}
+
+void id_impl::cancel() noexcept {
+    std::vector<completion> aborted;
+    {
+        std::lock_guard lock(mutex_);
+        for (std::size_t k = 0; k < op_kind_count; ++k) {
+            if (handlers_[k].index() == 0 || !machine_.cancel(static_cast<op_kind>(k))) continue;
+            aborted.push_back({std::exchange(handlers_[k], {}), boost::asio::error::operation_aborted, {}, {}});
+        }
+    }
+    for (auto& c : aborted) post(std::move(c));
+}
+
+void id_impl::close() noexcept {
+    decltype(requests_) unanswered;
+    {
+        std::lock_guard lock(mutex_);
+        if (machine_.closed()) return;
+        machine_.close();
+        unanswered.swap(requests_);
+        events_.clear();
+    }
+    cancel();
+    for (auto& r : unanswered) r.first->close(); // rejected and destroyed
+    channel_->post_to_reader([self = shared_from_this()] { self->destroy(); });
+}
+
+void id_impl::destroy() noexcept {
+    if (!id_) return;
+    if (pending_request_) rdma_reject(id_, nullptr, 0);
+    if (id_->qp) rdma_destroy_qp(id_);
+    // Never blocks: every event read for this id was acked when it was read.
+    rdma_destroy_id(id_);
+    id_ = nullptr;
+    channel_->remove_owner();
+}
+
+void id_impl::on_event(const cm_event& ev) {
+    std::vector<completion> done;
+    {
+        std::lock_guard lock(mutex_);
+        if (machine_.closed()) return; // its destruction is queued behind us on this strand
+        auto d = machine_.on_event(ev.type());
+        auto& slot = handlers_[static_cast<std::size_t>(d.kind)];
+        switch (d.what) {
+        case id_machine::action::complete:
+            machine_.completed(d.kind);
+            done.push_back({std::exchange(slot, {}), d.result, ev, {}});
+            break;
+        case id_machine::action::queue: events_.push_back(ev); break;
+        case id_machine::action::drop: break;
+        }
+        if (d.fail_all) {
+            for (std::size_t k = 0; k < op_kind_count; ++k) {
+                auto kind = static_cast<op_kind>(k);
+                if (kind == op_kind::next_event || handlers_[k].index() == 0) continue;
+                machine_.completed(kind);
+                done.push_back({std::exchange(handlers_[k], {}), errc::device_removed, ev, {}});
+            }
+        }
+    }
+    for (auto& c : done) post(std::move(c));
+}
+
+void id_impl::on_request(rdma_cm_id* new_id, const cm_event& ev) {
+    // The new id lives on this (the listener's) channel and must not be lost: it is
+    // wrapped at once, so whatever happens next it is rejected and destroyed properly.
+    std::shared_ptr<id_impl> conn(new id_impl(channel_, executor_, new_id));
+    conn->pending_request_ = true;
+    completion c;
+    {
+        std::lock_guard lock(mutex_);
+        if (machine_.closed()) {
+            conn->close();
+            return;
+        }
+        auto d = machine_.on_event(ev.type());
+        if (d.what != id_machine::action::complete) {
+            requests_.emplace_back(std::move(conn), ev);
+            return;
+        }
+        machine_.completed(d.kind);
+        c = {std::exchange(handlers_[static_cast<std::size_t>(d.kind)], {}), {}, ev, std::move(conn)};
+    }
+    post(std::move(c));
+}
+
+void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec) {
+    post(ex, {std::move(handler), ec, {}, {}});
+}
+
+void id_impl::post(const executor_type& ex, completion c) {
+    std::visit(
+        [&](auto& h) {
+            using H = std::decay_t<decltype(h)>;
+            if constexpr (std::is_same_v<H, void_handler>) {
+                boost::asio::post(ex, boost::asio::append(std::move(h), c.ec));
+            } else if constexpr (std::is_same_v<H, event_handler>) {
+                boost::asio::post(ex, boost::asio::append(std::move(h), c.ec, std::move(c.event)));
+            } else if constexpr (std::is_same_v<H, request_handler>) {
+                connection_request r{cm_id(std::move(c.new_id)), std::move(c.event)};
+                boost::asio::post(ex, boost::asio::append(std::move(h), c.ec, std::move(r)));
+            }
+        },
+        c.handler);
+}
+
+} // namespace rdmacm::detail

@@ -1,0 +1,78 @@
+#pragma once
+// What the RDMA tests share: an io_context with a channel on the test device, a bounded
+// run of a coroutine, endpoints on the device, and a queue pair setup that needs no fd
+// per connection.
+#include "support/test_device.hpp"
+
+#include <rdmacm/rdmacm.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <exception>
+#include <optional>
+
+namespace rdmacm::test {
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+
+// An endpoint on the test device's IPv4 address.
+inline endpoint device_endpoint(unsigned short port = 0) {
+    return {asio::ip::make_address(test_device().ipv4), port};
+}
+
+// Small RC queue pair attributes; librdmacm creates the CQs (and a completion channel).
+inline ibv_qp_init_attr rc_qp_attr() {
+    ibv_qp_init_attr attr{};
+    attr.qp_type = IBV_QPT_RC;
+    attr.cap.max_send_wr = attr.cap.max_recv_wr = 2;
+    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+    return attr;
+}
+
+// Runs `ctx` until `done()`, at most `limit` (an event channel's reader keeps the
+// context busy for as long as the channel lives, so run() alone would not return).
+template <typename Predicate>
+bool run_until(asio::io_context& ctx, Predicate done, std::chrono::steady_clock::duration limit = 30s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+        ctx.run_one_until(deadline);
+    ctx.restart();
+    return done();
+}
+
+// Runs `ctx` until `co` finishes, at most `limit`; fails the test if it did not, and
+// rethrows what it threw.
+template <typename Awaitable>
+void run(asio::io_context& ctx, Awaitable co, std::chrono::steady_clock::duration limit = 30s) {
+    bool done = false;
+    std::exception_ptr error;
+    asio::co_spawn(ctx, std::move(co), [&](std::exception_ptr e) {
+        done = true;
+        error = e;
+    });
+    BOOST_REQUIRE_MESSAGE(run_until(ctx, [&] { return done; }, limit), "the test coroutine did not finish in time");
+    if (error) std::rethrow_exception(error);
+}
+
+// An io_context with an event channel: most tests need exactly this.
+struct channel_fixture {
+    asio::io_context ctx;
+    std::optional<event_channel> channel{std::in_place, ctx};
+};
+
+// A listener on the test device, bound to a free port.
+inline listener make_listener(event_channel& ch) {
+    listener l(ch);
+    l.bind(device_endpoint());
+    l.listen();
+    return l;
+}
+
+} // namespace rdmacm::test
