@@ -3,11 +3,52 @@
 #include "rdmacm/detail/call_error.hpp"
 #include "rdmacm/detail/id_impl.hpp"
 
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <fcntl.h>
 
+#include <vector>
+
 namespace rdmacm::detail {
+namespace {
+
+// Lives in each execution context that has channels: tells them when it shuts down.
+class context_service : public boost::asio::execution_context::service {
+public:
+    static inline boost::asio::execution_context::id id;
+    using key_type = context_service;
+
+    explicit context_service(boost::asio::execution_context& ctx)
+        : service(ctx), state_(std::make_shared<channel_impl::context_state>()) {}
+
+    std::shared_ptr<channel_impl::context_state> state() const { return state_; }
+
+    void add(const std::shared_ptr<channel_impl>& ch) {
+        std::lock_guard lock(state_->mutex);
+        std::erase_if(channels_, [](auto& w) { return w.expired(); });
+        channels_.push_back(ch);
+    }
+
+private:
+    void shutdown() override {
+        std::vector<std::weak_ptr<channel_impl>> channels;
+        {
+            std::lock_guard lock(state_->mutex);
+            state_->alive = false;
+            channels.swap(channels_);
+        }
+        for (auto& w : channels)
+            if (auto ch = w.lock()) ch->context_shutdown();
+    }
+
+    std::shared_ptr<channel_impl::context_state> state_;
+    std::vector<std::weak_ptr<channel_impl>> channels_;
+};
+
+} // namespace
 
 std::shared_ptr<channel_impl> channel_impl::create(const executor_type& ex) {
     rdma_event_channel* ch = rdma_create_event_channel();
@@ -20,27 +61,44 @@ std::shared_ptr<channel_impl> channel_impl::create(const executor_type& ex) {
         throw boost::system::system_error(ec);
     }
     std::shared_ptr<channel_impl> self(new channel_impl(ex, ch));
+    // After the descriptor exists, so the service shuts down before the reactor does.
+    auto& service = boost::asio::use_service<context_service>(
+        boost::asio::query(ex, boost::asio::execution::context));
+    self->context_ = service.state();
+    service.add(self);
     boost::asio::dispatch(self->strand_, [self] { self->wait(); });
     return self;
 }
 
 channel_impl::channel_impl(const executor_type& ex, rdma_event_channel* ch)
-    : channel_(ch), executor_(ex), strand_(ex), descriptor_(executor_type(strand_), ch->fd) {}
+    : channel_(ch), executor_(ex), strand_(ex) {
+    descriptor_.emplace(executor_type(strand_), ch->fd);
+}
 
 channel_impl::~channel_impl() {
-    // librdmacm owns the fd: Asio lets go of it, rdma_destroy_event_channel closes it.
-    if (descriptor_.is_open()) descriptor_.release();
+    // Normally gone already (stop() or the context's shutdown); librdmacm owns the fd.
+    if (descriptor_ && descriptor_->is_open()) descriptor_->release();
+    descriptor_.reset();
     rdma_destroy_event_channel(channel_);
 }
 
 void channel_impl::remove_owner() noexcept {
-    if (owners_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-        post_to_reader([self = shared_from_this()] { self->stop(); });
+    if (owners_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    // The last owner may go on the destroyer thread: post only into a living context (a
+    // dead one has already let go of the descriptor).
+    std::lock_guard lock(context_->mutex);
+    if (context_->alive) boost::asio::post(strand_, [self = shared_from_this()] { self->stop(); });
+}
+
+void channel_impl::context_shutdown() noexcept {
+    stopped_ = true;
+    if (descriptor_ && descriptor_->is_open()) descriptor_->release();
+    descriptor_.reset();
 }
 
 void channel_impl::wait() {
-    if (stopped_) return;
-    descriptor_.async_wait(boost::asio::posix::descriptor_base::wait_read,
+    if (stopped_ || !descriptor_) return;
+    descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
                            [self = shared_from_this()](error_code ec) {
                                if (ec) return; // released: the channel is going away
                                self->drain();
@@ -50,6 +108,7 @@ void channel_impl::wait() {
 
 // Edge-triggered readiness: read until EAGAIN, or events stay queued unseen (semantics A3).
 void channel_impl::drain() {
+    std::lock_guard lock(route_mutex_);
     rdma_cm_event* ev = nullptr;
     while (!stopped_ && rdma_get_cm_event(channel_, &ev) == 0) {
         events_read_.fetch_add(1, std::memory_order_relaxed);
@@ -71,9 +130,11 @@ void channel_impl::drain() {
     // fires again at once since the fd is still readable.
 }
 
-void channel_impl::stop() {
+void channel_impl::stop() noexcept {
     stopped_ = true;
-    if (descriptor_.is_open()) descriptor_.release(); // aborts the wait; never closes the fd
+    // Aborts the wait; never closes the fd.
+    if (descriptor_ && descriptor_->is_open()) descriptor_->release();
+    descriptor_.reset();
 }
 
 } // namespace rdmacm::detail

@@ -2,6 +2,7 @@
 
 #include "rdmacm/connection_request.hpp"
 #include "rdmacm/detail/call_error.hpp"
+#include "destroyer.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -37,13 +38,16 @@ std::shared_ptr<id_impl> id_impl::create(std::shared_ptr<channel_impl> channel, 
 
 id_impl::id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id)
     : channel_(std::move(channel)), executor_(ex), id_(id) {
-    // Events carry this pointer; it stays valid until the id is destroyed on the reader
-    // strand, after which no event of the id can be read.
+    // Events carry this pointer: it stays valid until the id is destroyed and the reader
+    // has passed the routing barrier, after which no event of the id can be read.
     id_->context = this;
     channel_->add_owner();
 }
 
-id_impl::~id_impl() { destroy(); }
+id_impl::~id_impl() {
+    destroy();
+    channel_->remove_owner();
+}
 
 bool id_impl::closed() const noexcept {
     std::lock_guard lock(mutex_);
@@ -143,17 +147,31 @@ void id_impl::close() noexcept {
     }
     cancel();
     for (auto& r : unanswered) r.first->close(); // rejected and destroyed
-    channel_->post_to_reader([self = shared_from_this()] { self->destroy(); });
+    destroy_later([self = shared_from_this()] {
+        self->destroy();
+        self->channel_->routing_barrier(); // the reader holds no event of ours any more
+    });
 }
 
 void id_impl::destroy() noexcept {
     if (!id_) return;
     if (pending_request_) rdma_reject(id_, nullptr, 0);
-    if (id_->qp) rdma_destroy_qp(id_);
-    // Never blocks: every event read for this id was acked when it was read.
-    rdma_destroy_id(id_);
-    id_ = nullptr;
-    channel_->remove_owner();
+    // The id goes before its queue pair: with a connect in flight, siw blocks QP
+    // destruction (and rdma_disconnect) for its 10 s MPA time-out, while destroying the id
+    // returns at once and takes the connection attempt with it. So we take over what
+    // rdma_destroy_qp would free: the QP and the CQs and channels librdmacm made for it.
+    ibv_qp* qp = std::exchange(id_->qp, nullptr);
+    ibv_cq* send_cq = std::exchange(id_->send_cq, nullptr);
+    ibv_cq* recv_cq = std::exchange(id_->recv_cq, nullptr);
+    ibv_comp_channel* send_channel = std::exchange(id_->send_cq_channel, nullptr);
+    ibv_comp_channel* recv_channel = std::exchange(id_->recv_cq_channel, nullptr);
+    // Never waits for acks: every event read for this id was acked when it was read.
+    rdma_destroy_id(std::exchange(id_, nullptr));
+    if (qp) ibv_destroy_qp(qp);
+    if (recv_cq) ibv_destroy_cq(recv_cq);
+    if (send_cq && send_cq != recv_cq) ibv_destroy_cq(send_cq);
+    if (recv_channel) ibv_destroy_comp_channel(recv_channel);
+    if (send_channel && send_channel != recv_channel) ibv_destroy_comp_channel(send_channel);
 }
 
 void id_impl::on_event(const cm_event& ev) {

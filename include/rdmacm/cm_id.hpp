@@ -33,9 +33,10 @@ namespace rdmacm {
 /// timer's expiry to the slot (e.g. `co_await (op || timer.async_wait())`).
 ///
 /// **Lifetime**: the object may be destroyed (or closed) with operations outstanding: they
-/// complete with operation_aborted. The id itself is destroyed on the channel's reader
-/// strand, never blocking (every event read was acknowledged at once). Destroy ids and
-/// channels before their execution context.
+/// complete with operation_aborted. The id itself is destroyed on the library's destroyer
+/// thread, never on an io_context thread (every event read was acknowledged at once, so
+/// librdmacm never waits for acks). Destroy ids and channels before their execution
+/// context.
 ///
 /// **Thread safety**: distinct objects safe; shared objects unsafe, except that `cancel()`
 /// and `close()` may be called from any thread.

@@ -6,6 +6,9 @@
 // outlives them all (ids are destroyed before the channel, semantics R7). The reader runs
 // while anybody "owns" the channel; when the last owner goes it releases the descriptor
 // (never closing the fd) and the last reference destroys the rdma_event_channel.
+// Ids are destroyed on a background thread (src/destroyer.hpp), which may hold the last
+// reference after the execution context is gone: the Asio parts (descriptor, posts to the
+// strand) are only touched while the context lives, the descriptor goes with it.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/basic_stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +19,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 namespace rdmacm::detail {
 
@@ -36,26 +41,35 @@ public:
     void add_owner() noexcept { owners_.fetch_add(1, std::memory_order_relaxed); }
     void remove_owner() noexcept;
 
-    // Runs f on the reader's strand: where ids are destroyed, so that no event of theirs is
-    // being routed at the same time (events carry the id's context pointer).
-    template <typename F>
-    void post_to_reader(F&& f) {
-        boost::asio::post(strand_, std::forward<F>(f));
-    }
+    // Returns once the reader is not routing an event. Called after an id was destroyed
+    // (so no event of it can be read any more): then no event still carries its pointer.
+    void routing_barrier() { std::lock_guard lock(route_mutex_); }
+
+    // The execution context's state, shared with a service in the context.
+    struct context_state {
+        std::mutex mutex;
+        bool alive = true;
+    };
 
     // Events read, for statistics and tests.
     std::uint64_t events_read() const noexcept { return events_read_.load(std::memory_order_relaxed); }
+
+    // The context is shutting down (its service calls this): let go of the descriptor now,
+    // while the reactor still exists.
+    void context_shutdown() noexcept;
 
 private:
     explicit channel_impl(const executor_type& ex, rdma_event_channel* ch);
     void wait();
     void drain();
-    void stop();
+    void stop() noexcept;
 
     rdma_event_channel* channel_;
     executor_type executor_;
     boost::asio::strand<executor_type> strand_;
-    boost::asio::posix::basic_stream_descriptor<executor_type> descriptor_;
+    std::optional<boost::asio::posix::basic_stream_descriptor<executor_type>> descriptor_;
+    std::shared_ptr<context_state> context_;
+    std::mutex route_mutex_; // held by the reader while it routes events
     std::atomic<std::size_t> owners_{1};
     std::atomic<std::uint64_t> events_read_{0};
     bool stopped_ = false; // on the strand

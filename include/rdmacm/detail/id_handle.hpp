@@ -25,9 +25,10 @@ public:
     void cancel() noexcept {
         if (impl_) impl_->cancel();
     }
-    /// Cancels, then destroys the id (its queue pair first) on the channel's reader strand.
-    /// A connection request never accepted is rejected. Idempotent; also done by the
-    /// destructor.
+    /// Cancels, then destroys the id and its queue pair on the library's destroyer thread
+    /// (librdmacm's destroy can block: siw holds a connecting id up to 10 s), never on an
+    /// io_context thread. A connection request never accepted is rejected. Idempotent;
+    /// also done by the destructor.
     void close() noexcept {
         if (impl_) impl_->close();
     }

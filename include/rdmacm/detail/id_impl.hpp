@@ -59,7 +59,7 @@ public:
     // Aborts every outstanding operation (operation_aborted); the CM work already started
     // in the kernel goes on, its events are dropped.
     void cancel() noexcept;
-    // cancel(), and the id is destroyed on the reader strand (a connection request never
+    // cancel(), and the id is destroyed on the destroyer thread (a connection request never
     // accepted is rejected first). Idempotent.
     void close() noexcept;
     bool closed() const noexcept;
@@ -83,7 +83,7 @@ private:
     void cancel_one(op_kind kind, std::uint32_t generation) noexcept;
     void post(completion c) { post(executor_, std::move(c)); }
     static void post(const executor_type& ex, completion c);
-    void destroy() noexcept; // reader strand, or the destructor when it never ran
+    void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
 
     std::shared_ptr<channel_impl> channel_;
     executor_type executor_;

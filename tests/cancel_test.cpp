@@ -1,0 +1,164 @@
+// Cancellation, time-outs and teardown with work in flight, on the kernel CM: an
+// abandoned connect leaves a closable id, waits for events lose nothing, and everything
+// torn down mid-flight is destroyed (the context runs out of work, no fd is left).
+#include "support/fixture.hpp"
+#include "support/open_fds.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+using namespace rdmacm;
+using namespace rdmacm::test;
+using asio::awaitable;
+using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+// A client id with its route resolved and a queue pair, ready to connect to `port`.
+awaitable<void> prepare_client(cm_id& id, unsigned short port) {
+    co_await id.async_resolve_address(device_endpoint(port), 2000ms, use_awaitable);
+    co_await id.async_resolve_route(2000ms, use_awaitable);
+    auto attr = rc_qp_attr();
+    id.create_qp(attr);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_timer_cancels_a_connect_nobody_answers, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel); // never accepts: the request just waits
+        cm_id client(*channel);
+        co_await prepare_client(client, l.local_endpoint().port());
+
+        asio::steady_timer timer(ctx, 200ms);
+        auto winner = co_await (client.async_connect(conn_params{}, use_awaitable) || timer.async_wait(use_awaitable));
+        BOOST_TEST(winner.index() == 1u); // the time-out won; the connect was abandoned
+
+        // The CM connect still runs in the kernel: another one is refused, clearly.
+        auto [ec, ev] = co_await client.async_connect(conn_params{}, asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec == make_error_code(errc::operation_in_progress));
+
+        // The request did reach the listener; closing both ends cleans everything up.
+        auto req = co_await l.async_accept(use_awaitable);
+        BOOST_TEST(req.event.type() == RDMA_CM_EVENT_CONNECT_REQUEST);
+        client.close();
+        BOOST_TEST(!client.is_open());
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(per_operation_slot_cancels_only_that_operation, channel_fixture) {
+    auto l = make_listener(*channel);
+    asio::cancellation_signal accept_signal, event_signal;
+    error_code accept_ec, event_ec;
+    int done = 0;
+    l.async_accept(asio::bind_cancellation_slot(accept_signal.slot(), [&](error_code ec, connection_request) {
+        accept_ec = ec;
+        ++done;
+    }));
+    l.async_next_event(asio::bind_cancellation_slot(event_signal.slot(), [&](error_code ec, cm_event) {
+        event_ec = ec;
+        ++done;
+    }));
+    // Partial cancellation: waiting for a request or an event can be undone cleanly.
+    accept_signal.emit(asio::cancellation_type::partial);
+    BOOST_TEST(run_until(ctx, [&] { return done == 1; }, 5s));
+    BOOST_TEST(accept_ec == asio::error::operation_aborted);
+    // The other wait is untouched; close() ends it.
+    l.close();
+    BOOST_TEST(run_until(ctx, [&] { return done == 2; }, 5s));
+    BOOST_TEST(event_ec == asio::error::operation_aborted);
+
+    // A request that arrives after a cancelled accept is not lost.
+    auto l2 = make_listener(*channel);
+    bool cancelled = false;
+    l2.async_accept(asio::bind_cancellation_slot(accept_signal.slot(), [&](error_code ec, connection_request) {
+        cancelled = ec == asio::error::operation_aborted;
+    }));
+    accept_signal.emit(asio::cancellation_type::total);
+    BOOST_TEST(run_until(ctx, [&] { return cancelled; }, 5s));
+    run(ctx, [&]() -> awaitable<void> {
+        cm_id client(*channel);
+        co_await prepare_client(client, l2.local_endpoint().port());
+        asio::co_spawn(ctx, client.async_connect(conn_params{}, use_awaitable), asio::detached);
+        auto req = co_await l2.async_accept(use_awaitable);
+        BOOST_TEST(req.event.type() == RDMA_CM_EVENT_CONNECT_REQUEST);
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(close_aborts_outstanding_operations, channel_fixture) {
+    auto l = make_listener(*channel);
+    cm_id id(*channel);
+    std::vector<error_code> results;
+    id.async_next_event([&](error_code ec, cm_event) { results.push_back(ec); });
+    id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms,
+                             [&](error_code ec) { results.push_back(ec); });
+    id.close();
+    BOOST_TEST(run_until(ctx, [&] { return results.size() == 2; }, 5s));
+    for (auto& ec : results) BOOST_TEST(ec == asio::error::operation_aborted);
+    // And later calls say the id is closed.
+    error_code later;
+    id.async_resolve_route(2000ms, [&](error_code ec) { later = ec; });
+    BOOST_TEST(run_until(ctx, [&] { return bool(later); }, 5s));
+    BOOST_TEST(later == make_error_code(errc::not_open));
+}
+
+BOOST_AUTO_TEST_CASE(teardown_with_events_in_flight_leaks_nothing) {
+    {
+        // librdmacm opens the device once per process and keeps it: do that first. Running
+        // the context until it runs out of work also waits out every destroy submitted
+        // before (the destroyer works in order).
+        asio::io_context ctx;
+        { event_channel channel(ctx); make_listener(channel); }
+        ctx.run_for(30s);
+        BOOST_REQUIRE(ctx.stopped());
+    }
+    const int fds_before = open_fds();
+    {
+        asio::io_context ctx;
+        {
+            event_channel channel(ctx);
+            auto l = make_listener(channel);
+            std::vector<cm_id> clients;
+            // Requests and connects in every stage of flight when everything goes away.
+            run(ctx, [&]() -> awaitable<void> {
+                for (int i = 0; i < 8; ++i) {
+                    clients.emplace_back(channel);
+                    co_await prepare_client(clients.back(), l.local_endpoint().port());
+                    asio::co_spawn(ctx, clients.back().async_connect(conn_params{}, use_awaitable), asio::detached);
+                }
+                auto req = co_await l.async_accept(use_awaitable);
+                auto attr = rc_qp_attr();
+                req.id.create_qp(attr);
+                asio::co_spawn(ctx, req.id.async_accept(conn_params{}, use_awaitable), asio::detached);
+            }());
+        } // ids, listener (with requests queued) and channel are gone: all destroyed on the reader
+        // With nothing left alive, the reader stops and the context runs out of work (siw
+        // may hold a connecting id for its 10 s MPA time-out: off this thread).
+        ctx.run_for(30s);
+        BOOST_TEST(ctx.stopped());
+    }
+    BOOST_TEST(open_fds() == fds_before);
+}
+
+BOOST_FIXTURE_TEST_CASE(peer_disconnect_reaches_next_event_in_order, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        cm_id client(*channel);
+        co_await prepare_client(client, l.local_endpoint().port());
+        asio::co_spawn(ctx, client.async_connect(conn_params{}, use_awaitable), asio::detached);
+        auto req = co_await l.async_accept(use_awaitable);
+        auto attr = rc_qp_attr();
+        req.id.create_qp(attr);
+        co_await req.id.async_accept(conn_params{}, use_awaitable);
+        // The server disconnects; the client never asked, so DISCONNECTED is its next event.
+        asio::co_spawn(ctx, req.id.async_disconnect(use_awaitable), asio::detached);
+        auto ev = co_await client.async_next_event(use_awaitable);
+        BOOST_TEST(std::string(to_string(ev.type())) == to_string(RDMA_CM_EVENT_DISCONNECTED));
+        co_await client.async_disconnect(use_awaitable); // answers it: completes at once
+    }());
+}
