@@ -47,8 +47,7 @@ cm_id::cm_id(event_channel& channel, rdma_port_space ps) : cm_id(channel.get_exe
 cm_id::cm_id(const executor_type& ex, event_channel& channel, rdma_port_space ps)
     : id_handle(ex, detail::id_impl::create(channel.impl(), ex, ps)) {}
 
-cm_id::cm_id(std::shared_ptr<detail::id_impl> impl) noexcept
-    : id_handle(impl ? impl->get_executor() : executor_type{}, std::move(impl)) {}
+cm_id::cm_id(std::shared_ptr<detail::id_impl> impl) noexcept : id_handle(executor_of(impl), std::move(impl)) {}
 
 detail::id_impl::starter cm_id::resolve_address_call(const endpoint& local, const endpoint& remote,
                                                      std::chrono::milliseconds timeout) const {

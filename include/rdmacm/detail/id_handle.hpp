@@ -64,7 +64,11 @@ public:
     const std::shared_ptr<id_impl>& impl() const noexcept { return impl_; }
 
 protected:
-    id_handle(executor_type ex, std::shared_ptr<id_impl> impl) noexcept
+    static executor_type executor_of(const std::shared_ptr<id_impl>& impl) noexcept {
+        return impl ? impl->get_executor() : executor_type{};
+    }
+    // `impl` by reference: callers may read the executor from it in the same call.
+    id_handle(executor_type ex, std::shared_ptr<id_impl>&& impl) noexcept
         : executor_(std::move(ex)), impl_(std::move(impl)) {}
     ~id_handle() { close(); }
 
