@@ -44,10 +44,7 @@ id_impl::id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex,
     channel_->add_owner();
 }
 
-id_impl::~id_impl() {
-    destroy();
-    channel_->remove_owner();
-}
+id_impl::~id_impl() { destroy(); }
 
 bool id_impl::closed() const noexcept {
     std::lock_guard lock(mutex_);
@@ -172,6 +169,9 @@ void id_impl::destroy() noexcept {
     if (send_cq && send_cq != recv_cq) ibv_destroy_cq(send_cq);
     if (recv_channel) ibv_destroy_comp_channel(recv_channel);
     if (send_channel && send_channel != recv_channel) ibv_destroy_comp_channel(send_channel);
+    // The channel stops reading once its last id and handle are gone, even while closed
+    // handles (this impl) still exist.
+    channel_->remove_owner();
 }
 
 void id_impl::on_event(const cm_event& ev) {
