@@ -49,53 +49,6 @@ cm_id::cm_id(const executor_type& ex, event_channel& channel, rdma_port_space ps
 
 cm_id::cm_id(std::shared_ptr<detail::id_impl> impl) noexcept : id_handle(executor_of(impl), std::move(impl)) {}
 
-detail::id_impl::starter cm_id::resolve_address_call(const endpoint& local, const endpoint& remote,
-                                                     std::chrono::milliseconds timeout) const {
-    return [local = endpoint(local), remote = endpoint(remote),
-            ms = static_cast<int>(timeout.count())](rdma_cm_id* id) mutable -> error_code {
-        bool has_local = local != endpoint{};
-        if (!detail::supported(remote) || (has_local && !detail::supported(local)))
-            return errc::address_family_not_supported;
-        if (rdma_resolve_addr(id, has_local ? local.data() : nullptr, remote.data(), ms) != 0)
-            return RDMACM_CALL_ERROR("rdma_resolve_addr");
-        return {};
-    };
-}
-
-detail::id_impl::starter cm_id::resolve_route_call(std::chrono::milliseconds timeout) {
-    return [ms = static_cast<int>(timeout.count())](rdma_cm_id* id) -> error_code {
-        if (rdma_resolve_route(id, ms) != 0) return RDMACM_CALL_ERROR("rdma_resolve_route");
-        return {};
-    };
-}
-
-detail::id_impl::starter cm_id::connect_call(const detail::owned_conn_params& params) {
-    return [params](rdma_cm_id* id) -> error_code {
-        if (params.error()) return params.error();
-        rdma_conn_param p = params.native();
-        if (rdma_connect(id, &p) != 0) return RDMACM_CALL_ERROR("rdma_connect");
-        return {};
-    };
-}
-
-detail::id_impl::starter cm_id::accept_call(const detail::owned_conn_params& params) const {
-    // Called inside impl->start(), so the raw pointer is alive.
-    return [params, impl = impl_.get()](rdma_cm_id* id) -> error_code {
-        if (params.error()) return params.error();
-        rdma_conn_param p = params.native();
-        if (rdma_accept(id, &p) != 0) return RDMACM_CALL_ERROR("rdma_accept");
-        impl->set_pending_request(false);
-        return {};
-    };
-}
-
-detail::id_impl::starter cm_id::disconnect_call() {
-    return [](rdma_cm_id* id) -> error_code {
-        if (rdma_disconnect(id) != 0) return RDMACM_CALL_ERROR("rdma_disconnect");
-        return {};
-    };
-}
-
 void cm_id::reject(std::span<const std::byte> private_data) {
     error_code ec;
     reject(private_data, ec);

@@ -5,6 +5,9 @@
 #include "destroyer.hpp"
 
 #include <boost/asio/append.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/system/system_error.hpp>
 
@@ -51,11 +54,11 @@ bool id_impl::closed() const noexcept {
     return machine_.closed();
 }
 
-void id_impl::start(op_kind kind, any_handler handler, const starter& call) {
+void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
     std::unique_lock lock(mutex_);
     if (error_code ec = machine_.start(kind)) {
         lock.unlock();
-        post({std::move(handler), ec, {}, {}});
+        complete({std::move(handler), ec, {}, {}});
         return;
     }
     // The peer disconnected first: our rdma_disconnect only answers it (IB's DREP), no
@@ -64,8 +67,8 @@ void id_impl::start(op_kind kind, any_handler handler, const starter& call) {
         machine_.completed(kind);
         rdma_cm_id* id = id_;
         lock.unlock();
-        if (call) (void)call(id); // the connection is down either way
-        post({std::move(handler), {}, {}, {}});
+        (void)call(*this, id); // the connection is down either way
+        complete({std::move(handler), {}, {}, {}});
         return;
     }
     // Something already waiting for it?
@@ -74,7 +77,7 @@ void id_impl::start(op_kind kind, any_handler handler, const starter& call) {
         events_.pop_front();
         machine_.completed(kind);
         lock.unlock();
-        post(std::move(c));
+        complete(std::move(c));
         return;
     }
     if (kind == op_kind::request && !requests_.empty()) {
@@ -82,7 +85,7 @@ void id_impl::start(op_kind kind, any_handler handler, const starter& call) {
         requests_.pop_front();
         machine_.completed(kind);
         lock.unlock();
-        post(std::move(c));
+        complete(std::move(c));
         return;
     }
     const std::uint32_t generation = machine_.generation(kind);
@@ -99,8 +102,7 @@ void id_impl::start(op_kind kind, any_handler handler, const starter& call) {
     lock.unlock();
 
     // The call goes out after the handler is in place: its event cannot beat it.
-    if (!call) return;
-    error_code ec = call(id);
+    error_code ec = call(*this, id);
     if (!ec) return;
     lock.lock();
     auto& slot = handlers_[static_cast<std::size_t>(kind)];
@@ -109,7 +111,7 @@ void id_impl::start(op_kind kind, any_handler handler, const starter& call) {
     if (slot.index() == 0) return; // cancelled meanwhile: already completed
     completion c{std::exchange(slot, {}), ec, {}, {}};
     lock.unlock();
-    post(std::move(c));
+    complete(std::move(c));
 }
 
 void id_impl::cancel_one(op_kind kind, std::uint32_t generation) noexcept {
@@ -118,7 +120,7 @@ void id_impl::cancel_one(op_kind kind, std::uint32_t generation) noexcept {
     if (machine_.generation(kind) != generation || slot.index() == 0 || !machine_.cancel(kind)) return;
     completion c{std::exchange(slot, {}), boost::asio::error::operation_aborted, {}, {}};
     lock.unlock();
-    post(std::move(c));
+    complete(std::move(c));
 }
 
 void id_impl::cancel() noexcept {
@@ -130,7 +132,7 @@ void id_impl::cancel() noexcept {
             aborted.push_back({std::exchange(handlers_[k], {}), boost::asio::error::operation_aborted, {}, {}});
         }
     }
-    for (auto& c : aborted) post(std::move(c));
+    for (auto& c : aborted) complete(std::move(c));
 }
 
 void id_impl::close() noexcept {
@@ -175,16 +177,20 @@ void id_impl::destroy() noexcept {
 }
 
 void id_impl::on_event(const cm_event& ev) {
-    std::vector<completion> done;
+    // At most one completion per event, but for DEVICE_REMOVAL (every operation fails):
+    // no allocation on the common path.
+    completion done;
+    std::array<completion, op_kind_count> failed;
+    std::size_t nfailed = 0;
     {
         std::lock_guard lock(mutex_);
-        if (machine_.closed()) return; // its destruction is queued behind us on this strand
+        if (machine_.closed()) return; // its destruction is under way
         auto d = machine_.on_event(ev.type());
         auto& slot = handlers_[static_cast<std::size_t>(d.kind)];
         switch (d.what) {
         case id_machine::action::complete:
             machine_.completed(d.kind);
-            done.push_back({std::exchange(slot, {}), d.result, ev, {}});
+            done = {std::exchange(slot, {}), d.result, ev, {}};
             break;
         case id_machine::action::queue: events_.push_back(ev); break;
         case id_machine::action::drop: break;
@@ -194,11 +200,12 @@ void id_impl::on_event(const cm_event& ev) {
                 auto kind = static_cast<op_kind>(k);
                 if (kind == op_kind::next_event || handlers_[k].index() == 0) continue;
                 machine_.completed(kind);
-                done.push_back({std::exchange(handlers_[k], {}), errc::device_removed, ev, {}});
+                failed[nfailed++] = {std::exchange(handlers_[k], {}), errc::device_removed, ev, {}};
             }
         }
     }
-    for (auto& c : done) post(std::move(c));
+    if (done.handler.index() != 0) complete(std::move(done), how::dispatch);
+    for (std::size_t i = 0; i < nfailed; ++i) complete(std::move(failed[i]), how::dispatch);
 }
 
 void id_impl::on_request(rdma_cm_id* new_id, const cm_event& ev) {
@@ -221,24 +228,34 @@ void id_impl::on_request(rdma_cm_id* new_id, const cm_event& ev) {
         machine_.completed(d.kind);
         c = {std::exchange(handlers_[static_cast<std::size_t>(d.kind)], {}), {}, ev, std::move(conn)};
     }
-    post(std::move(c));
+    complete(std::move(c), how::dispatch);
 }
 
 void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec) {
-    post(ex, {std::move(handler), ec, {}, {}});
+    complete(ex, {std::move(handler), ec, {}, {}}, how::post);
 }
 
-void id_impl::post(const executor_type& ex, completion c) {
+void id_impl::complete(const executor_type& ex, completion c, how h) {
+    auto deliver = [&](auto&& bound) {
+        if (h == how::dispatch) {
+            // Straight onto the handler's own executor: inline if the reader already runs
+            // there, without a second executor hop.
+            auto handler_ex = boost::asio::get_associated_executor(bound, ex);
+            boost::asio::dispatch(handler_ex, std::move(bound));
+        } else {
+            boost::asio::post(ex, std::move(bound));
+        }
+    };
     std::visit(
         [&](auto& h) {
             using H = std::decay_t<decltype(h)>;
             if constexpr (std::is_same_v<H, void_handler>) {
-                boost::asio::post(ex, boost::asio::append(std::move(h), c.ec));
+                deliver(boost::asio::append(std::move(h), c.ec));
             } else if constexpr (std::is_same_v<H, event_handler>) {
-                boost::asio::post(ex, boost::asio::append(std::move(h), c.ec, std::move(c.event)));
+                deliver(boost::asio::append(std::move(h), c.ec, std::move(c.event)));
             } else if constexpr (std::is_same_v<H, request_handler>) {
                 connection_request r{cm_id(std::move(c.new_id)), std::move(c.event)};
-                boost::asio::post(ex, boost::asio::append(std::move(h), c.ec, std::move(r)));
+                deliver(boost::asio::append(std::move(h), c.ec, std::move(r)));
             }
         },
         c.handler);

@@ -68,7 +68,7 @@ public:
     auto async_resolve_address(const endpoint& local, const endpoint& remote, std::chrono::milliseconds timeout,
                                Token&& token) {
         return start<void(error_code)>(detail::op_kind::resolve_address, std::forward<Token>(token),
-                                       resolve_address_call(local, remote, timeout));
+                                       detail::op_call::resolve_address(local, remote, timeout));
     }
 
     /// Resolves the route to the resolved address (`rdma_resolve_route`).
@@ -77,7 +77,7 @@ public:
     template <typename Token>
     auto async_resolve_route(std::chrono::milliseconds timeout, Token&& token) {
         return start<void(error_code)>(detail::op_kind::resolve_route, std::forward<Token>(token),
-                                       resolve_route_call(timeout));
+                                       detail::op_call::resolve_route(timeout));
     }
 
     /// Connects (`rdma_connect`) and completes when the connection is ESTABLISHED, with
@@ -91,7 +91,7 @@ public:
     template <typename Token>
     auto async_connect(const conn_params& params, Token&& token) {
         return start<void(error_code, cm_event)>(detail::op_kind::establish, std::forward<Token>(token),
-                                                 connect_call(detail::owned_conn_params(params)));
+                                                 detail::op_call::connect(params));
     }
 
     /// Accepts the connection request this id came from (`rdma_accept`) and completes when
@@ -101,7 +101,7 @@ public:
     template <typename Token>
     auto async_accept(const conn_params& params, Token&& token) {
         return start<void(error_code, cm_event)>(detail::op_kind::establish, std::forward<Token>(token),
-                                                 accept_call(detail::owned_conn_params(params)));
+                                                 detail::op_call::accept(params));
     }
 
     /// Rejects the connection request this id came from, sending `private_data`
@@ -115,7 +115,8 @@ public:
     /// Signature: `void(error_code)`. Cancellation: terminal.
     template <typename Token>
     auto async_disconnect(Token&& token) {
-        return start<void(error_code)>(detail::op_kind::disconnect, std::forward<Token>(token), disconnect_call());
+        return start<void(error_code)>(detail::op_kind::disconnect, std::forward<Token>(token),
+                                       detail::op_call::disconnect());
     }
 
     /// Creates an RC/UD queue pair on the id (`rdma_create_qp`): `pd` nullptr takes the
@@ -130,13 +131,6 @@ public:
 private:
     friend class detail::id_impl;
     explicit cm_id(std::shared_ptr<detail::id_impl> impl) noexcept;
-
-    detail::id_impl::starter resolve_address_call(const endpoint& local, const endpoint& remote,
-                                                  std::chrono::milliseconds timeout) const;
-    static detail::id_impl::starter resolve_route_call(std::chrono::milliseconds timeout);
-    static detail::id_impl::starter connect_call(const detail::owned_conn_params& params);
-    detail::id_impl::starter accept_call(const detail::owned_conn_params& params) const;
-    static detail::id_impl::starter disconnect_call();
 };
 
 } // namespace rdmacm

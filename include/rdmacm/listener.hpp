@@ -38,7 +38,8 @@ public:
     /// total (no request is lost).
     template <typename Token>
     auto async_accept(Token&& token) {
-        return start<void(error_code, connection_request)>(detail::op_kind::request, std::forward<Token>(token), {});
+        return start<void(error_code, connection_request)>(detail::op_kind::request, std::forward<Token>(token),
+                                                           detail::op_call{});
     }
 
 private:

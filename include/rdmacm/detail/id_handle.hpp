@@ -47,7 +47,7 @@ public:
     /// Cancellation: terminal, partial, total (no event is lost).
     template <typename Token>
     auto async_next_event(Token&& token) {
-        return start<void(error_code, cm_event)>(op_kind::next_event, std::forward<Token>(token), {});
+        return start<void(error_code, cm_event)>(op_kind::next_event, std::forward<Token>(token), op_call{});
     }
 
     // A moved-from handle keeps its executor (as Asio's I/O objects do), so operations on
@@ -72,10 +72,10 @@ protected:
         : executor_(std::move(ex)), impl_(std::move(impl)) {}
     ~id_handle() { close(); }
 
-    // Starts an operation of `kind` on the id (with `call`, the librdmacm call that starts
-    // it, unless empty). A closed or moved-from handle completes with errc::not_open.
+    // Starts an operation of `kind` on the id, `call` being the librdmacm call that starts
+    // it (none for waits). A closed or moved-from handle completes with errc::not_open.
     template <typename Signature, typename Token>
-    auto start(op_kind kind, Token&& token, id_impl::starter call) {
+    auto start(op_kind kind, Token&& token, op_call call) {
         return async_start<Signature>(executor_, std::forward<Token>(token),
                                       [ex = executor_, impl = impl_, kind, call = std::move(call)](auto handler) {
                                           if (impl)

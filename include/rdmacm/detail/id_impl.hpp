@@ -8,6 +8,7 @@
 // is ever called under it (completions are posted to the id's executor).
 #include "rdmacm/detail/channel_impl.hpp"
 #include "rdmacm/detail/id_machine.hpp"
+#include "rdmacm/detail/op_call.hpp"
 #include "rdmacm/event.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -15,7 +16,6 @@
 #include <array>
 #include <atomic>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,8 +34,6 @@ public:
     using event_handler = boost::asio::any_completion_handler<void(error_code, cm_event)>;
     using request_handler = boost::asio::any_completion_handler<void(error_code, connection_request)>;
     using any_handler = std::variant<std::monostate, void_handler, event_handler, request_handler>;
-    // The librdmacm call that starts an operation; it returns its error.
-    using starter = std::function<error_code(rdma_cm_id*)>;
 
     // A new id on `channel`, its handlers run on `ex`; throws system_error
     // ("rdma_create_id") on failure.
@@ -50,8 +48,8 @@ public:
     const std::shared_ptr<channel_impl>& channel() const noexcept { return channel_; }
 
     // Starts an operation of `kind`: refused at once (posted) if the machine says so;
-    // otherwise the handler waits for its event and `call` (may be empty) is made.
-    void start(op_kind kind, any_handler handler, const starter& call);
+    // otherwise the handler waits for its event and `call` is made.
+    void start(op_kind kind, any_handler handler, const op_call& call);
 
     // Completes `handler` with `ec` on `ex` (no id to start it on).
     static void refuse(const executor_type& ex, any_handler handler, error_code ec);
@@ -81,8 +79,11 @@ private:
         std::shared_ptr<id_impl> new_id; // request: the new id
     };
     void cancel_one(op_kind kind, std::uint32_t generation) noexcept;
-    void post(completion c) { post(executor_, std::move(c)); }
-    static void post(const executor_type& ex, completion c);
+    // Completes on the handler's executor: posted (never inside an initiating call), or,
+    // from the reader, dispatched (inline when the reader already runs there).
+    enum class how : bool { post, dispatch };
+    void complete(completion c, how h = how::post) { complete(executor_, std::move(c), h); }
+    static void complete(const executor_type& ex, completion c, how h);
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
 
     std::shared_ptr<channel_impl> channel_;
