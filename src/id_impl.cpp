@@ -235,9 +235,9 @@ void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec
     complete(ex, {std::move(handler), ec, {}, {}}, how::post);
 }
 
-void id_impl::complete(const executor_type& ex, completion c, how h) {
+void id_impl::complete(const executor_type& ex, completion c, how mode) {
     auto deliver = [&](auto&& bound) {
-        if (h == how::dispatch) {
+        if (mode == how::dispatch) {
             // Straight onto the handler's own executor: inline if the reader already runs
             // there, without a second executor hop.
             auto handler_ex = boost::asio::get_associated_executor(bound, ex);

@@ -82,8 +82,8 @@ private:
     // Completes on the handler's executor: posted (never inside an initiating call), or,
     // from the reader, dispatched (inline when the reader already runs there).
     enum class how : bool { post, dispatch };
-    void complete(completion c, how h = how::post) { complete(executor_, std::move(c), h); }
-    static void complete(const executor_type& ex, completion c, how h);
+    void complete(completion c, how mode = how::post) { complete(executor_, std::move(c), mode); }
+    static void complete(const executor_type& ex, completion c, how mode);
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
 
     std::shared_ptr<channel_impl> channel_;
