@@ -86,8 +86,7 @@ void channel_impl::remove_owner() noexcept {
     if (owners_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     // The last owner may go on the destroyer thread: post only into a living context (a
     // dead one has already let go of the descriptor).
-    std::lock_guard lock(context_->mutex);
-    if (context_->alive) boost::asio::post(strand_, [self = shared_from_this()] { self->stop(); });
+    run_on_reader([self = shared_from_this()] { self->stop(); });
 }
 
 void channel_impl::context_shutdown() noexcept {
@@ -108,6 +107,7 @@ void channel_impl::wait() {
 
 // Edge-triggered readiness: read until EAGAIN, or events stay queued unseen (semantics A3).
 void channel_impl::drain() {
+    if (stopped_) return;
     std::lock_guard lock(route_mutex_);
     rdma_cm_event* ev = nullptr;
     while (!stopped_ && rdma_get_cm_event(channel_, &ev) == 0) {

@@ -62,10 +62,12 @@ void cm_id::reject(std::span<const std::byte> private_data, error_code& ec) noex
         ec = errc::not_open;
     } else if (private_data.size() > 255) {
         ec = errc::private_data_too_long;
-    } else if (rdma_reject(id, private_data.data(), static_cast<std::uint8_t>(private_data.size())) != 0) {
-        ec = RDMACM_CALL_ERROR("rdma_reject");
     } else {
-        impl_->set_pending_request(false);
+        detail::id_impl::call_guard guard(*impl_);
+        if (rdma_reject(id, private_data.data(), static_cast<std::uint8_t>(private_data.size())) != 0)
+            ec = RDMACM_CALL_ERROR("rdma_reject");
+        else
+            impl_->set_pending_request(false);
     }
 }
 
@@ -78,10 +80,12 @@ void cm_id::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd) {
 void cm_id::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) noexcept {
     ec = {};
     rdma_cm_id* id = native_handle();
-    if (!id)
+    if (!id) {
         ec = errc::not_open;
-    else if (rdma_create_qp(id, pd, &attr) != 0)
-        ec = RDMACM_CALL_ERROR("rdma_create_qp");
+        return;
+    }
+    detail::id_impl::call_guard guard(*impl_);
+    if (rdma_create_qp(id, pd, &attr) != 0) ec = RDMACM_CALL_ERROR("rdma_create_qp");
 }
 
 ibv_qp* cm_id::qp() const noexcept {
@@ -103,12 +107,15 @@ void listener::bind(const endpoint& local) {
 void listener::bind(const endpoint& local, error_code& ec) noexcept {
     ec = {};
     rdma_cm_id* id = native_handle();
-    if (!id)
+    if (!id) {
         ec = errc::not_open;
-    else if (!detail::supported(local))
+    } else if (!detail::supported(local)) {
         ec = errc::address_family_not_supported;
-    else if (rdma_bind_addr(id, const_cast<sockaddr*>(local.data())) != 0)
-        ec = RDMACM_CALL_ERROR("rdma_bind_addr");
+    } else {
+        detail::id_impl::call_guard guard(*impl_);
+        endpoint address = local; // librdmacm takes a non-const sockaddr
+        if (rdma_bind_addr(id, address.data()) != 0) ec = RDMACM_CALL_ERROR("rdma_bind_addr");
+    }
 }
 
 void listener::listen(int backlog) {
@@ -120,14 +127,19 @@ void listener::listen(int backlog) {
 void listener::listen(int backlog, error_code& ec) noexcept {
     ec = {};
     rdma_cm_id* id = native_handle();
-    if (!id)
+    if (!id) {
         ec = errc::not_open;
-    else if (listening_)
+    } else if (listening_) {
         ec = errc::already_listening;
-    else if (rdma_listen(id, backlog) != 0)
-        ec = RDMACM_CALL_ERROR("rdma_listen");
-    else
-        listening_ = true;
+    } else {
+        detail::id_impl::call_guard guard(*impl_);
+        if (rdma_listen(id, backlog) != 0) {
+            ec = RDMACM_CALL_ERROR("rdma_listen");
+        } else {
+            listening_ = true;
+            impl_->set_listening();
+        }
+    }
 }
 
 } // namespace rdmacm

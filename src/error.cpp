@@ -29,7 +29,9 @@ public:
         case errc::already_listening: return "the CM id is already listening";
         case errc::address_family_not_supported: return "address family not supported (IPv4, IPv6 or AF_IB only)";
         case errc::private_data_too_long: return "private data longer than the transport allows";
-        case errc::channel_closed: return "the event channel is closed";
+        case errc::channel_closed: return "the event channel (or its execution context) is gone";
+        case errc::listener_cannot_migrate:
+            return "a listening id cannot migrate (its pending requests would be lost): migrate it before listen";
         }
         return "asio-rdmacm error " + std::to_string(ev);
     }

@@ -56,6 +56,16 @@ bool id_impl::closed() const noexcept {
 
 void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
     std::unique_lock lock(mutex_);
+    if (migration_ && !machine_.closed()) {
+        // Not on a moving id (librdmacm would write to whichever channel it has): it
+        // starts on the new channel, in the order it was asked for.
+        deferred_.push_back({kind, std::move(handler), call});
+        return;
+    }
+    start_now(lock, kind, std::move(handler), call);
+}
+
+void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call) {
     if (error_code ec = machine_.start(kind)) {
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
@@ -66,8 +76,12 @@ void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
     if (kind == op_kind::disconnect && machine_.disconnected()) {
         machine_.completed(kind);
         rdma_cm_id* id = id_;
+        ++calls_in_flight_;
         lock.unlock();
         (void)call(*this, id); // the connection is down either way
+        lock.lock();
+        --calls_in_flight_;
+        lock.unlock();
         complete({std::move(handler), {}, {}, {}});
         return;
     }
@@ -99,12 +113,14 @@ void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
         handler);
     handlers_[static_cast<std::size_t>(kind)] = std::move(handler);
     rdma_cm_id* id = id_;
+    ++calls_in_flight_; // a migration waits for it
     lock.unlock();
 
     // The call goes out after the handler is in place: its event cannot beat it.
     error_code ec = call(*this, id);
-    if (!ec) return;
     lock.lock();
+    --calls_in_flight_;
+    if (!ec) return;
     auto& slot = handlers_[static_cast<std::size_t>(kind)];
     if (machine_.generation(kind) != generation) return; // cannot happen: the slot was busy
     machine_.call_failed(kind);
@@ -127,6 +143,8 @@ void id_impl::cancel() noexcept {
     std::vector<completion> aborted;
     {
         std::lock_guard lock(mutex_);
+        for (auto& d : deferred_) aborted.push_back({std::move(d.handler), boost::asio::error::operation_aborted, {}, {}});
+        deferred_.clear();
         for (std::size_t k = 0; k < op_kind_count; ++k) {
             if (handlers_[k].index() == 0 || !machine_.cancel(static_cast<op_kind>(k))) continue;
             aborted.push_back({std::exchange(handlers_[k], {}), boost::asio::error::operation_aborted, {}, {}});
@@ -137,15 +155,21 @@ void id_impl::cancel() noexcept {
 
 void id_impl::close() noexcept {
     decltype(requests_) unanswered;
+    bool moving;
     {
         std::lock_guard lock(mutex_);
         if (machine_.closed()) return;
         machine_.close();
         unanswered.swap(requests_);
         events_.clear();
+        moving = migration_ != nullptr; // then the migration destroys it when it ends
     }
     cancel();
     for (auto& r : unanswered) r.first->close(); // rejected and destroyed
+    if (!moving) submit_destroy();
+}
+
+void id_impl::submit_destroy() {
     destroy_later([self = shared_from_this()] {
         self->destroy();
         self->channel_->routing_barrier(); // the reader holds no event of ours any more
@@ -177,6 +201,17 @@ void id_impl::destroy() noexcept {
 }
 
 void id_impl::on_event(const cm_event& ev) {
+    {
+        std::lock_guard lock(mutex_);
+        if (migration_) {
+            held_.push_back(ev); // delivered on the new executor, in order
+            return;
+        }
+    }
+    deliver(ev);
+}
+
+void id_impl::deliver(const cm_event& ev) {
     // At most one completion per event, but for DEVICE_REMOVAL (every operation fails):
     // no allocation on the common path.
     completion done;

@@ -33,7 +33,8 @@ enum class errc {
     already_listening,     ///< listen() on a listening id
     address_family_not_supported, ///< neither IPv4 nor IPv6 (nor AF_IB)
     private_data_too_long, ///< more private data than the transport can carry
-    channel_closed,        ///< the id's event channel is gone
+    channel_closed,        ///< the event channel (or its execution context) is gone
+    listener_cannot_migrate, ///< a listening id cannot migrate: migrate before listen
 };
 
 /// The category of `errc` values ("asio-rdmacm").

@@ -41,6 +41,21 @@ public:
     void add_owner() noexcept { owners_.fetch_add(1, std::memory_order_relaxed); }
     void remove_owner() noexcept;
 
+    // Runs f on the reader's strand, if the execution context still lives (false if not).
+    template <typename F>
+    bool run_on_reader(F&& f) {
+        std::lock_guard lock(context_->mutex);
+        if (!context_->alive) return false;
+        boost::asio::post(strand_, std::forward<F>(f));
+        return true;
+    }
+
+    // Reads whatever is queued now. After rdma_migrate_id: the kernel moves the id's queued
+    // events onto this channel without waking its pollers, so nothing else would.
+    void kick() {
+        run_on_reader([self = shared_from_this()] { self->drain(); });
+    }
+
     // Returns once the reader is not routing an event. Called after an id was destroyed
     // (so no event of it can be read any more): then no event still carries its pointer.
     void routing_barrier() { std::lock_guard lock(route_mutex_); }

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -44,7 +45,11 @@ public:
     id_impl& operator=(const id_impl&) = delete;
 
     rdma_cm_id* native() const noexcept { return id_; }
-    const executor_type& get_executor() const noexcept { return executor_; }
+    // A copy: a migration changes it.
+    executor_type get_executor() const noexcept {
+        std::lock_guard lock(mutex_);
+        return executor_;
+    }
     const std::shared_ptr<channel_impl>& channel() const noexcept { return channel_; }
 
     // Starts an operation of `kind`: refused at once (posted) if the machine says so;
@@ -62,7 +67,27 @@ public:
     void close() noexcept;
     bool closed() const noexcept;
 
-    // Reader strand only.
+    // Moves the id to `target` (its handlers to `target_ex`): src/migrate.cpp. Completes
+    // `handler` on the new executor (the old one if it failed).
+    void migrate(std::shared_ptr<channel_impl> target, const executor_type& target_ex, void_handler handler);
+    // Held around a synchronous librdmacm call on the id (create_qp, reject, bind, listen):
+    // librdmacm writes to the id's channel, so no such call may overlap rdma_migrate_id
+    // (semantics F13/F15). Waits out a migrate call in progress (a single non-blocking
+    // kernel write); a migration waits for the calls in flight (without blocking).
+    class call_guard {
+    public:
+        explicit call_guard(id_impl& impl);
+        ~call_guard();
+        call_guard(const call_guard&) = delete;
+        call_guard& operator=(const call_guard&) = delete;
+
+    private:
+        id_impl& impl_;
+    };
+    // A listening id never migrates (semantics R6).
+    void set_listening() noexcept;
+
+    // Reader strands only.
     void on_event(const cm_event& ev);
     void on_request(rdma_cm_id* new_id, const cm_event& ev);
 
@@ -79,10 +104,15 @@ private:
         std::shared_ptr<id_impl> new_id; // request: the new id
     };
     void cancel_one(op_kind kind, std::uint32_t generation) noexcept;
+    void start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call);
+    void deliver(const cm_event& ev);
+    void submit_destroy();
+    void migrate_on_reader();
+    void finish_migration(error_code ec);
     // Completes on the handler's executor: posted (never inside an initiating call), or,
     // from the reader, dispatched (inline when the reader already runs there).
     enum class how : bool { post, dispatch };
-    void complete(completion c, how mode = how::post) { complete(executor_, std::move(c), mode); }
+    void complete(completion c, how mode = how::post) { complete(get_executor(), std::move(c), mode); }
     static void complete(const executor_type& ex, completion c, how mode);
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
 
@@ -95,6 +125,27 @@ private:
     std::deque<cm_event> events_;                                           // for next_event
     std::deque<std::pair<std::shared_ptr<id_impl>, cm_event>> requests_;    // for request
     std::atomic<bool> pending_request_{false};
+
+    // Migration: while `migration_` is set, events go to held_ and new operations to
+    // deferred_, both replayed in order on the new executor before anything newer.
+    struct migration {
+        std::shared_ptr<channel_impl> target;
+        executor_type target_executor;
+        executor_type old_executor;
+        void_handler handler;
+    };
+    struct deferred_start {
+        op_kind kind;
+        any_handler handler;
+        op_call call;
+    };
+    std::unique_ptr<migration> migration_;
+    std::vector<cm_event> held_;
+    std::vector<deferred_start> deferred_;
+    int calls_in_flight_ = 0;        // librdmacm calls on the id being made outside the lock
+    bool in_migrate_call_ = false;   // rdma_migrate_id is being called
+    std::condition_variable migrate_call_done_;
+    bool listening_ = false;
 };
 
 } // namespace rdmacm::detail

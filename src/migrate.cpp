@@ -1,0 +1,129 @@
+// rdma_migrate_id as an asynchronous operation (semantics.md sections 1, 4 and 6).
+//
+//  1. Any thread: the id is marked moving. From here its events are held and new
+//     operations deferred; nothing of the id starts on the old channel any more.
+//  2. The old channel's reader strand (nobody polls the old channel meanwhile, F14/R4),
+//     once no librdmacm call on the id is in flight: rdma_migrate_id. Every event the old
+//     reader read for the id was routed before this ran (same strand), and it was acked
+//     when read, so the call never waits for acks (R1). Queued, unread events move with
+//     the id in the kernel (F2) without a wake-up, so the new reader is kicked; later ones
+//     arrive on the new channel.
+//  3. The old executor: a marker that runs after every handler of the id posted there.
+//  4. The new executor: held events, then deferred operations, in order, then newer ones
+//     (R5); the id's executor is the new one; the migrate handler completes.
+// On failure the id stays on its old channel and executor with nothing lost (step 4 runs
+// there instead).
+#include "rdmacm/detail/call_error.hpp"
+#include "rdmacm/detail/id_impl.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace rdmacm::detail {
+
+id_impl::call_guard::call_guard(id_impl& impl) : impl_(impl) {
+    std::unique_lock lock(impl_.mutex_);
+    impl_.migrate_call_done_.wait(lock, [this] { return !impl_.in_migrate_call_; });
+    ++impl_.calls_in_flight_;
+}
+
+id_impl::call_guard::~call_guard() {
+    std::lock_guard lock(impl_.mutex_);
+    --impl_.calls_in_flight_;
+}
+
+void id_impl::set_listening() noexcept {
+    std::lock_guard lock(mutex_);
+    listening_ = true;
+}
+
+void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type& target_ex, void_handler handler) {
+    std::unique_lock lock(mutex_);
+    error_code ec;
+    if (machine_.closed())
+        ec = errc::not_open;
+    else if (!target)
+        ec = errc::channel_closed;
+    else if (migration_)
+        ec = errc::operation_in_progress;
+    else if (listening_)
+        ec = errc::listener_cannot_migrate;
+    if (ec) {
+        lock.unlock();
+        complete({std::move(handler), ec, {}, {}});
+        return;
+    }
+    migration_.reset(new migration{std::move(target), target_ex, executor_, std::move(handler)});
+    auto old = channel_;
+    lock.unlock();
+    if (!old->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
+        finish_migration(errc::channel_closed); // the old context is gone: nothing moved
+}
+
+void id_impl::migrate_on_reader() {
+    std::unique_lock lock(mutex_);
+    if (calls_in_flight_ > 0) {
+        // A call on the id is being made on another thread: after it (it is short).
+        lock.unlock();
+        if (!channel_->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
+            finish_migration(errc::channel_closed);
+        return;
+    }
+    if (machine_.closed() || listening_) { // closed, or listen() came meanwhile
+        error_code ec = machine_.closed() ? error_code(boost::asio::error::operation_aborted)
+                                          : error_code(errc::listener_cannot_migrate);
+        lock.unlock();
+        finish_migration(ec);
+        return;
+    }
+    rdma_cm_id* id = id_;
+    auto target = migration_->target;
+    auto old_executor = migration_->old_executor;
+    auto target_executor = migration_->target_executor;
+    in_migrate_call_ = true;
+    lock.unlock();
+
+    error_code ec;
+    if (rdma_migrate_id(id, target->native()) != 0) ec = RDMACM_CALL_ERROR("rdma_migrate_id");
+    std::shared_ptr<channel_impl> old;
+    lock.lock();
+    in_migrate_call_ = false;
+    if (!ec) old = std::exchange(channel_, target);
+    lock.unlock();
+    migrate_call_done_.notify_all();
+    if (!ec) {
+        target->add_owner();
+        old->remove_owner();
+        target->kick(); // events that moved with the id (F2) are not announced by the kernel
+    }
+    // Handlers of the id already handed to the old executor run before the id moves on.
+    boost::asio::post(old_executor, [self = shared_from_this(), ec, target_executor, old_executor] {
+        boost::asio::post(ec ? old_executor : target_executor, [self, ec] { self->finish_migration(ec); });
+    });
+}
+
+void id_impl::finish_migration(error_code ec) {
+    std::unique_lock lock(mutex_);
+    if (!ec) executor_ = migration_->target_executor;
+    // Held events and deferred operations, in order, until none is left: only then do
+    // newer events and operations stop queueing behind them.
+    while (!held_.empty() || !deferred_.empty()) {
+        auto held = std::exchange(held_, {});
+        auto deferred = std::exchange(deferred_, {});
+        lock.unlock();
+        for (auto& ev : held) deliver(ev);
+        for (auto& d : deferred) {
+            lock.lock();
+            start_now(lock, d.kind, std::move(d.handler), d.call);
+            if (lock.owns_lock()) lock.unlock();
+        }
+        lock.lock();
+    }
+    auto done = std::move(migration_);
+    bool closed = machine_.closed();
+    auto ex = executor_;
+    lock.unlock();
+    if (closed) submit_destroy(); // close() came while the id moved
+    complete(ex, {std::move(done->handler), ec, {}, {}}, how::post);
+}
+
+} // namespace rdmacm::detail
