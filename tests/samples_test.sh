@@ -22,3 +22,12 @@ cat "$out"
 grep -q 'says "sample test"' "$out"
 grep -q 'connection 1 closed' "$out"
 grep -q 'stopped cleanly' "$out"
+
+# An established connection moves from thread A to thread B and carries on there.
+migrate=$(timeout 60 "$samples/migrate_demo" "$addr")
+echo "$migrate"
+grep -q '^\[thread A\] client: RDMA_CM_EVENT_ESTABLISHED' <<<"$migrate"
+grep -q '^\[thread B\] client: migrated' <<<"$migrate"
+grep -q '^\[thread B\] client: RDMA_CM_EVENT_DISCONNECTED' <<<"$migrate"
+grep -q '^\[thread B\] client: disconnected' <<<"$migrate"
+grep -q '^\[thread M\] done' <<<"$migrate"
