@@ -153,6 +153,7 @@ BOOST_AUTO_TEST_CASE(queued_and_read_events_move_exactly_once) {
     }
     ctx_a.run_for(30s);
     BOOST_TEST(ctx_a.stopped());
+    t.stop();
 }
 
 BOOST_AUTO_TEST_CASE(connection_request_moves_before_accept) {

@@ -41,8 +41,9 @@ inline ibv_qp_init_attr rc_qp_attr() {
 template <typename Predicate>
 bool run_until(asio::io_context& ctx, Predicate done, std::chrono::steady_clock::duration limit = 30s) {
     auto deadline = std::chrono::steady_clock::now() + limit;
+    // In short slices: `done` may be made true by another thread, with nothing to run here.
     while (!done() && std::chrono::steady_clock::now() < deadline)
-        ctx.run_one_until(deadline);
+        ctx.run_one_for(std::chrono::milliseconds(10));
     ctx.restart();
     return done();
 }
