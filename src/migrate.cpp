@@ -56,7 +56,7 @@ void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type&
     auto old = channel_;
     lock.unlock();
     if (!old->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
-        finish_migration(errc::channel_closed); // the old context is gone: nothing moved
+        finish_migration(errc::channel_closed, how::post); // the old context is gone: nothing moved
 }
 
 void id_impl::migrate_on_reader() {
@@ -95,13 +95,19 @@ void id_impl::migrate_on_reader() {
         old->remove_owner();
         target->kick(); // events that moved with the id (F2) are not announced by the kernel
     }
-    // Handlers of the id already handed to the old executor run before the id moves on.
-    boost::asio::post(old_executor, [self = shared_from_this(), ec, target_executor, old_executor] {
-        boost::asio::post(ec ? old_executor : target_executor, [self, ec] { self->finish_migration(ec); });
-    });
+    // Handlers of the id already handed to the old executor run before the id moves on
+    // (one hop when old and new executor are the same, e.g. two channels of one context).
+    auto finish_on = ec ? old_executor : target_executor;
+    if (finish_on == old_executor) {
+        boost::asio::post(old_executor, [self = shared_from_this(), ec] { self->finish_migration(ec); });
+    } else {
+        boost::asio::post(old_executor, [self = shared_from_this(), ec, finish_on] {
+            boost::asio::post(finish_on, [self, ec] { self->finish_migration(ec); });
+        });
+    }
 }
 
-void id_impl::finish_migration(error_code ec) {
+void id_impl::finish_migration(error_code ec, how mode) {
     std::unique_lock lock(mutex_);
     if (!ec) executor_ = migration_->target_executor;
     // Held events and deferred operations, in order, until none is left: only then do
@@ -123,7 +129,8 @@ void id_impl::finish_migration(error_code ec) {
     auto ex = executor_;
     lock.unlock();
     if (closed) submit_destroy(); // close() came while the id moved
-    complete(ex, {std::move(done->handler), ec, {}, {}}, how::post);
+    // Normally on the new executor, not inside the initiating call: no further hop.
+    complete(ex, {std::move(done->handler), ec, {}, {}}, mode);
 }
 
 } // namespace rdmacm::detail

@@ -108,10 +108,11 @@ private:
     void deliver(const cm_event& ev);
     void submit_destroy();
     void migrate_on_reader();
-    void finish_migration(error_code ec);
+
     // Completes on the handler's executor: posted (never inside an initiating call), or,
     // from the reader, dispatched (inline when the reader already runs there).
     enum class how : bool { post, dispatch };
+    void finish_migration(error_code ec, how mode = how::dispatch);
     void complete(completion c, how mode = how::post) { complete(get_executor(), std::move(c), mode); }
     static void complete(const executor_type& ex, completion c, how mode);
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
