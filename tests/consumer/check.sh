@@ -1,0 +1,16 @@
+#!/bin/bash
+# check.sh find_package|add_subdirectory SOURCE_DIR BUILD_DIR: builds and runs the
+# consumer project against an install of BUILD_DIR, or against SOURCE_DIR directly.
+set -euo pipefail
+mode=$1 src=$2 build=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if [ "$mode" = find_package ]; then
+    cmake --install "$build" --prefix "$work/prefix" >/dev/null
+    test -f "$work/prefix/lib/pkgconfig/asio-rdmacm.pc" || { echo "no pkg-config file installed"; exit 1; }
+    cmake -S "$src/tests/consumer" -B "$work/b" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+else
+    cmake -S "$src/tests/consumer" -B "$work/b" -DASIO_RDMACM_SOURCE="$src" >/dev/null
+fi
+cmake --build "$work/b" -j2 >/dev/null
+"$work/b/consumer"
