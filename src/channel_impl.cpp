@@ -26,26 +26,15 @@ public:
 
     std::shared_ptr<channel_impl::context_state> state() const { return state_; }
 
-    void add(const std::shared_ptr<channel_impl>& ch) {
-        std::lock_guard lock(state_->mutex);
-        std::erase_if(channels_, [](auto& w) { return w.expired(); });
-        channels_.push_back(ch);
-    }
-
 private:
     void shutdown() override {
-        std::vector<std::weak_ptr<channel_impl>> channels;
-        {
-            std::lock_guard lock(state_->mutex);
-            state_->alive = false;
-            channels.swap(channels_);
-        }
-        for (auto& w : channels)
-            if (auto ch = w.lock()) ch->context_shutdown();
+        std::lock_guard lock(state_->mutex);
+        state_->alive = false;
+        for (auto* ch : state_->channels) ch->context_shutdown();
+        state_->channels.clear();
     }
 
     std::shared_ptr<channel_impl::context_state> state_;
-    std::vector<std::weak_ptr<channel_impl>> channels_;
 };
 
 } // namespace
@@ -65,21 +54,32 @@ std::shared_ptr<channel_impl> channel_impl::create(const executor_type& ex) {
     auto& service = boost::asio::use_service<context_service>(
         boost::asio::query(ex, boost::asio::execution::context));
     self->context_ = service.state();
-    service.add(self);
-    boost::asio::dispatch(self->strand_, [self] { self->wait(); });
+    {
+        std::lock_guard lock(self->context_->mutex);
+        self->context_->channels.push_back(self.get());
+    }
+    boost::asio::dispatch(*self->strand_, [self] { self->wait(); });
     return self;
 }
 
 channel_impl::channel_impl(const executor_type& ex, rdma_event_channel* ch)
     : channel_(ch), executor_(ex), strand_(ex) {
-    descriptor_.emplace(executor_type(strand_), ch->fd);
+    descriptor_.emplace(executor_type(*strand_), ch->fd);
 }
 
 channel_impl::~channel_impl() {
-    // Normally gone already (stop() or the context's shutdown); librdmacm owns the fd.
-    if (descriptor_ && descriptor_->is_open()) descriptor_->release();
-    descriptor_.reset();
-    rdma_destroy_event_channel(channel_);
+    // The last reference may go on the destroyer thread: the Asio parts go here only while
+    // the context lives (else its shutdown took them already).
+    if (context_) {
+        std::lock_guard lock(context_->mutex);
+        if (context_->alive) {
+            std::erase(context_->channels, this);
+            context_shutdown();
+        }
+    } else {
+        context_shutdown(); // create() failed before the context knew us
+    }
+    rdma_destroy_event_channel(channel_); // librdmacm owns the fd and closes it
 }
 
 void channel_impl::remove_owner() noexcept {
@@ -93,6 +93,7 @@ void channel_impl::context_shutdown() noexcept {
     stopped_ = true;
     if (descriptor_ && descriptor_->is_open()) descriptor_->release();
     descriptor_.reset();
+    strand_.reset();
 }
 
 void channel_impl::wait() {

@@ -47,7 +47,10 @@ id_impl::id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex,
     channel_->add_owner();
 }
 
-id_impl::~id_impl() { destroy(); }
+id_impl::~id_impl() {
+    destroy();
+    if (channel_) channel_->remove_owner(); // never closed (its close job never ran)
+}
 
 bool id_impl::closed() const noexcept {
     std::lock_guard lock(mutex_);
@@ -170,9 +173,18 @@ void id_impl::close() noexcept {
 }
 
 void id_impl::submit_destroy() {
-    destroy_later([self = shared_from_this()] {
+    destroy_later([self = shared_from_this()]() mutable {
         self->destroy();
         self->channel_->routing_barrier(); // the reader holds no event of ours any more
+        // Let go of the channel before it may stop: its last reference must go on its own
+        // context (in the stop job), never here after that context is gone.
+        std::shared_ptr<channel_impl> channel;
+        {
+            std::lock_guard lock(self->mutex_);
+            channel = std::move(self->channel_);
+        }
+        self.reset();
+        channel->remove_owner();
     });
 }
 
@@ -195,9 +207,6 @@ void id_impl::destroy() noexcept {
     if (send_cq && send_cq != recv_cq) ibv_destroy_cq(send_cq);
     if (recv_channel) ibv_destroy_comp_channel(recv_channel);
     if (send_channel && send_channel != recv_channel) ibv_destroy_comp_channel(send_channel);
-    // The channel stops reading once its last id and handle are gone, even while closed
-    // handles (this impl) still exist.
-    channel_->remove_owner();
 }
 
 void id_impl::on_event(const cm_event& ev) {

@@ -11,6 +11,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <atomic>
 #include <string_view>
 #include <thread>
 
@@ -39,8 +40,9 @@ connect_options client_options(std::string_view private_data = {}) {
 awaitable<void> accept_one(listener& l, std::string_view expect, std::string_view reply,
                            std::optional<cm_id>* out = nullptr) {
     auto req = co_await l.async_accept(use_awaitable);
-    BOOST_TEST(req.event.type() == RDMA_CM_EVENT_CONNECT_REQUEST);
-    BOOST_TEST(text(req.event.private_data(), expect.size()) == expect);
+    // May run on another thread (the use_future case): checked thread-safely.
+    RDMACM_TEST_MT(req.event.type() == RDMA_CM_EVENT_CONNECT_REQUEST);
+    RDMACM_TEST_MT(text(req.event.private_data(), expect.size()) == expect);
     auto attr = rc_qp_attr();
     req.id.create_qp(attr);
     conn_params p;
@@ -162,9 +164,9 @@ BOOST_FIXTURE_TEST_CASE(handlers_run_on_the_ids_strand, channel_fixture) {
     auto l = make_listener(*channel);
     cm_id id(strand, *channel);
     BOOST_TEST((id.get_executor() == asio::any_io_executor(strand)));
-    bool on_strand = false, called = false;
+    std::atomic<bool> on_strand = false, called = false;
     id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms, [&](error_code ec) {
-        BOOST_TEST(!ec);
+        RDMACM_TEST_MT(!ec);
         on_strand = strand.running_in_this_thread();
         called = true;
     });
@@ -175,6 +177,7 @@ BOOST_FIXTURE_TEST_CASE(handlers_run_on_the_ids_strand, channel_fixture) {
     ctx.stop();
     t1.join();
     t2.join();
+    report_thread_checks();
     BOOST_TEST(called);
     BOOST_TEST(on_strand);
 }

@@ -56,7 +56,7 @@ std::pair<thread_id, rdma_cm_event_type> next_event_thread(cm_id& id) {
     std::promise<std::pair<thread_id, rdma_cm_event_type>> p;
     auto f = p.get_future();
     id.async_next_event([&p](error_code ec, cm_event ev) {
-        BOOST_TEST(!ec, ec.message());
+        RDMACM_TEST_MT(!ec, ec.message());
         p.set_value({std::this_thread::get_id(), ev.type()});
     });
     BOOST_REQUIRE_MESSAGE(ready_within(f), "no event");
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(queued_and_read_events_move_exactly_once) {
         cm_id client(a);
         bool connected = false;
         async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event) {
-            BOOST_TEST(!ec);
+            RDMACM_TEST_MT(!ec);
             connected = true;
         });
         BOOST_REQUIRE(run_until(ctx_a, [&] { return connected; }));
@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(queued_and_read_events_move_exactly_once) {
 
         std::atomic<bool> migrated = false;
         client.async_migrate(b, [&](error_code ec) {
-            BOOST_TEST(!ec, ec.message());
+            RDMACM_TEST_MT(!ec, ec.message());
             migrated = true;
         });
         // A runs the migration (and its reader, if it gets there first: then the event is
@@ -140,13 +140,13 @@ BOOST_AUTO_TEST_CASE(queued_and_read_events_move_exactly_once) {
         // An event read on A and queued for next_event moves too.
         std::atomic<bool> back = false;
         client.async_migrate(a, [&](error_code ec) {
-            BOOST_TEST(!ec);
+            RDMACM_TEST_MT(!ec);
             back = true;
         });
         BOOST_REQUIRE(run_until(ctx_a, [&] { return back.load(); }));
         bool done = false;
         client.async_disconnect([&](error_code ec) {
-            BOOST_TEST(!ec);
+            RDMACM_TEST_MT(!ec);
             done = true; // the peer disconnected first: completes at once
         });
         BOOST_TEST(run_until(ctx_a, [&] { return done; }));
@@ -165,14 +165,14 @@ BOOST_AUTO_TEST_CASE(connection_request_moves_before_accept) {
         auto est = established.get_future();
         std::optional<cm_id> conn;
         l.async_accept([&](error_code ec, connection_request req) {
-            BOOST_REQUIRE(!ec);
+            RDMACM_TEST_MT(!ec);
             conn.emplace(std::move(req.id));
             conn->async_migrate(shard, [&](error_code mec) {
-                BOOST_TEST(!mec, mec.message());
+                RDMACM_TEST_MT(!mec, mec.message());
                 auto attr = rc_qp_attr();
                 conn->create_qp(attr);
                 conn->async_accept(conn_params{}, [&](error_code aec, cm_event) {
-                    BOOST_TEST(!aec, aec.message());
+                    RDMACM_TEST_MT(!aec, aec.message());
                     established.set_value(std::this_thread::get_id());
                 });
             });
@@ -203,15 +203,15 @@ BOOST_AUTO_TEST_CASE(between_strands_of_one_context) {
         std::promise<void> done;
         auto f = done.get_future();
         id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms, [&](error_code ec) {
-            BOOST_TEST(!ec);
+            RDMACM_TEST_MT(!ec);
             ++ran;
             if (!s1.running_in_this_thread()) ++wrong;
             id.async_migrate(ch2, s2, [&](error_code mec) {
-                BOOST_TEST(!mec, mec.message());
+                RDMACM_TEST_MT(!mec, mec.message());
                 ++ran;
                 if (!s2.running_in_this_thread()) ++wrong;
                 id.async_resolve_route(2000ms, [&](error_code rec) {
-                    BOOST_TEST(!rec);
+                    RDMACM_TEST_MT(!rec);
                     ++ran;
                     if (!s2.running_in_this_thread()) ++wrong;
                     done.set_value();
@@ -222,6 +222,7 @@ BOOST_AUTO_TEST_CASE(between_strands_of_one_context) {
         guard.reset();
     }
     for (auto& th : threads) th.join();
+    report_thread_checks();
     BOOST_TEST(ran == 3);
     BOOST_TEST(wrong == 0);
 }
@@ -237,14 +238,14 @@ BOOST_AUTO_TEST_CASE(ping_pong_between_four_contexts_while_connecting_and_discon
         auto l = make_listener(server_ch);
         std::vector<std::optional<cm_id>> servers(clients);
         // Server: accept each, then disconnect it while the client is still hopping.
-        asio::co_spawn(t[0], [&]() -> awaitable<void> {
+        auto server_done = asio::co_spawn(t[0], [&]() -> awaitable<void> {
             for (int i = 0; i < clients; ++i) {
                 co_await accept_into(l, servers[static_cast<std::size_t>(i)]);
                 asio::steady_timer wait(t[0], 20ms);
                 co_await wait.async_wait(use_awaitable);
                 servers[static_cast<std::size_t>(i)]->async_disconnect(asio::detached);
             }
-        }, asio::detached);
+        }, asio::use_future);
 
         std::vector<std::unique_ptr<cm_id>> ids;
         std::vector<std::function<void(int)>> hop(clients);
@@ -253,19 +254,19 @@ BOOST_AUTO_TEST_CASE(ping_pong_between_four_contexts_while_connecting_and_discon
             cm_id& id = *ids.back();
             // The connect starts on context 1 and completes wherever the id is by then.
             async_connect(id, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event ev) {
-                BOOST_TEST(!ec, ec.message());
-                BOOST_TEST(ev.type() == RDMA_CM_EVENT_ESTABLISHED);
+                RDMACM_TEST_MT(!ec, ec.message());
+                RDMACM_TEST_MT(ev.type() == RDMA_CM_EVENT_ESTABLISHED);
                 ++connects;
             });
             hop[static_cast<std::size_t>(c)] = [&, c](int n) {
                 std::size_t to = static_cast<std::size_t>(n % 4);
                 id.async_migrate(*chans[to], [&, c, n, to](error_code ec) {
-                    BOOST_TEST(!ec, ec.message());
+                    RDMACM_TEST_MT(!ec, ec.message());
                     if (std::this_thread::get_id() != t.thread(to + 1)) ++bad_threads;
                     if (n < hops) return hop[static_cast<std::size_t>(c)](n + 1);
                     // Done hopping: exactly one DISCONNECTED, on the last context.
                     id.async_next_event([&, to](error_code nec, cm_event ev) {
-                        BOOST_TEST(!nec);
+                        RDMACM_TEST_MT(!nec);
                         if (ev.type() == RDMA_CM_EVENT_DISCONNECTED) ++disconnects;
                         if (std::this_thread::get_id() != t.thread(to + 1)) ++bad_threads;
                         id.async_disconnect([&](error_code) { ++finished; });
@@ -275,6 +276,7 @@ BOOST_AUTO_TEST_CASE(ping_pong_between_four_contexts_while_connecting_and_discon
             hop[static_cast<std::size_t>(c)](1);
         }
         for (int i = 0; i < 3000 && finished < clients; ++i) std::this_thread::sleep_for(10ms);
+        BOOST_REQUIRE(ready_within(server_done)); // before `servers` goes away
         BOOST_TEST(finished == clients);
         BOOST_TEST(connects == clients);
         BOOST_TEST(disconnects == clients);

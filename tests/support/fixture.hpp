@@ -3,6 +3,7 @@
 // run of a coroutine, endpoints on the device, and a queue pair setup that needs no fd
 // per connection.
 #include "support/test_device.hpp"
+#include "support/threads.hpp"
 
 #include <rdmacm/rdmacm.hpp>
 
@@ -62,10 +63,12 @@ void run(asio::io_context& ctx, Awaitable co, std::chrono::steady_clock::duratio
     if (error) std::rethrow_exception(error);
 }
 
-// An io_context with an event channel: most tests need exactly this.
+// An io_context with an event channel: most tests need exactly this. Checks made on
+// other threads (RDMACM_TEST_MT) are reported when the test ends.
 struct channel_fixture {
     asio::io_context ctx;
     std::optional<event_channel> channel{std::in_place, ctx};
+    ~channel_fixture() { report_thread_checks(); }
 };
 
 // A listener on the test device, bound to a free port.

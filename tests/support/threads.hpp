@@ -6,11 +6,41 @@
 
 #include <chrono>
 #include <deque>
+#include <boost/test/unit_test.hpp>
+
 #include <future>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace rdmacm::test {
+
+// Boost.Test's assertions are not thread-safe: handlers running on other threads record
+// failed checks here, and the test's own thread reports them (report_thread_checks(),
+// called by context_threads::stop()).
+inline std::mutex& thread_checks_mutex() {
+    static std::mutex m;
+    return m;
+}
+inline std::vector<std::string>& thread_check_failures() {
+    static std::vector<std::string> failures;
+    return failures;
+}
+inline void check_from_thread(bool ok, const char* what, const char* file, int line) {
+    if (ok) return;
+    std::lock_guard lock(thread_checks_mutex());
+    thread_check_failures().push_back(std::string(file) + ":" + std::to_string(line) + ": " + what);
+}
+inline void report_thread_checks() {
+    std::vector<std::string> failures;
+    {
+        std::lock_guard lock(thread_checks_mutex());
+        failures.swap(thread_check_failures());
+    }
+    for (auto& f : failures) BOOST_ERROR("check on a handler thread failed: " << f);
+}
+#define RDMACM_TEST_MT(cond, ...) ::rdmacm::test::check_from_thread(bool(cond), #cond, __FILE__, __LINE__)
 
 class context_threads {
 public:
@@ -32,6 +62,7 @@ public:
         guards_.clear();
         for (auto& t : threads_)
             if (t.joinable()) t.join();
+        report_thread_checks();
     }
 
 private:

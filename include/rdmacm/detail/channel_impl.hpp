@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 namespace rdmacm::detail {
 
@@ -46,7 +47,7 @@ public:
     bool run_on_reader(F&& f) {
         std::lock_guard lock(context_->mutex);
         if (!context_->alive) return false;
-        boost::asio::post(strand_, std::forward<F>(f));
+        boost::asio::post(*strand_, std::forward<F>(f));
         return true;
     }
 
@@ -61,16 +62,20 @@ public:
     void routing_barrier() { std::lock_guard lock(route_mutex_); }
 
     // The execution context's state, shared with a service in the context.
+    // The execution context's state, shared with a service in the context: whether it
+    // lives, and its channels. Channels touch their Asio parts (strand, descriptor) only
+    // under this mutex while the context lives; its shutdown resets them under it.
     struct context_state {
         std::mutex mutex;
         bool alive = true;
+        std::vector<channel_impl*> channels;
     };
 
     // Events read, for statistics and tests.
     std::uint64_t events_read() const noexcept { return events_read_.load(std::memory_order_relaxed); }
 
-    // The context is shutting down (its service calls this): let go of the descriptor now,
-    // while the reactor still exists.
+    // The context is shutting down (its service calls this, holding the state's mutex):
+    // let go of the descriptor and the strand now, while their services still exist.
     void context_shutdown() noexcept;
 
 private:
@@ -81,7 +86,7 @@ private:
 
     rdma_event_channel* channel_;
     executor_type executor_;
-    boost::asio::strand<executor_type> strand_;
+    std::optional<boost::asio::strand<executor_type>> strand_;
     std::optional<boost::asio::posix::basic_stream_descriptor<executor_type>> descriptor_;
     std::shared_ptr<context_state> context_;
     std::mutex route_mutex_; // held by the reader while it routes events
