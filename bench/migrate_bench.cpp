@@ -40,14 +40,6 @@ double us_since(clock_type::time_point t) {
     return std::chrono::duration<double, std::micro>(clock_type::now() - t).count();
 }
 
-ibv_qp_init_attr qp_attr() {
-    ibv_qp_init_attr attr{};
-    attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
-    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
-    return attr;
-}
-
 template <typename Predicate>
 void run_until(asio::io_context& ctx, Predicate done) {
     auto deadline = clock_type::now() + 60s;
@@ -79,7 +71,7 @@ int main(int argc, char** argv) {
         asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
             for (int i = 0; i < connections; ++i) {
                 auto req = co_await l.async_accept(asio::use_awaitable);
-                auto attr = qp_attr();
+                auto attr = rdmacm::rc_qp_init_attr();
                 req.id.create_qp(attr);
                 co_await req.id.async_accept({}, asio::use_awaitable);
                 servers.push_back(std::move(req.id));
@@ -88,7 +80,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < connections; ++i) {
             auto& c = clients.emplace_back(a);
             rdmacm::connect_options o;
-            o.qp = qp_attr();
+            o.qp = rdmacm::rc_qp_init_attr();
             rdmacm::async_connect(c, {asio::ip::make_address(argv[1]), l.local_endpoint().port()}, o,
                                   [&](rdmacm::error_code ec, rdmacm::cm_event) {
                                       if (ec) throw std::runtime_error("connect: " + ec.message());

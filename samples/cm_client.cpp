@@ -31,11 +31,7 @@ awaitable<void> client(rdmacm::event_channel& channel, rdmacm::endpoint server, 
     rdmacm::cm_id id(channel);
     rdmacm::connect_options options;
     options.params.private_data = std::as_bytes(std::span(message));
-    ibv_qp_init_attr attr{};
-    attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
-    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
-    options.qp = attr;
+    options.qp = rdmacm::rc_qp_init_attr();
 
     asio::steady_timer timeout(co_await asio::this_coro::executor, 5s);
     auto result = co_await (rdmacm::async_connect(id, server, options, use_awaitable) ||

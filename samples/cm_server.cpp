@@ -38,10 +38,7 @@ awaitable<void> serve(cm_id conn, rdmacm::cm_event request, int n) {
     std::cout << "server: connection " << n << " from " << conn.remote_endpoint() << " says \""
               << text(request.private_data()) << "\"" << std::endl;
     try {
-        ibv_qp_init_attr attr{};
-        attr.qp_type = IBV_QPT_RC;
-        attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
-        attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+        auto attr = rdmacm::rc_qp_init_attr();
         conn.create_qp(attr);
         const std::string greeting = "welcome, client " + std::to_string(n);
         rdmacm::conn_params params;

@@ -33,14 +33,6 @@ void say(const std::string& what) {
     std::cout << "[thread " << (it == thread_names.end() ? '?' : it->second) << "] " << what << std::endl;
 }
 
-ibv_qp_init_attr qp_attr() {
-    ibv_qp_init_attr attr{};
-    attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
-    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
-    return attr;
-}
-
 void check(const error_code& ec, const char* what) {
     if (ec) {
         say(std::string(what) + " failed: " + ec.what());
@@ -76,7 +68,7 @@ int main(int argc, char** argv) {
             check(ec, "accept");
             say("server: connection request");
             server.emplace(std::move(req.id));
-            auto attr = qp_attr();
+            auto attr = rdmacm::rc_qp_init_attr();
             server->create_qp(attr);
             server->async_accept({}, [&](error_code aec, rdmacm::cm_event) {
                 check(aec, "server accept");
@@ -86,7 +78,7 @@ int main(int argc, char** argv) {
 
         auto& client = client_storage.emplace(channel_a);
         rdmacm::connect_options options;
-        options.qp = qp_attr();
+        options.qp = rdmacm::rc_qp_init_attr();
         rdmacm::async_connect(client, {asio::ip::make_address(argv[1]), l.local_endpoint().port()}, options,
                               [&](error_code ec, rdmacm::cm_event ev) {
             check(ec, "connect");

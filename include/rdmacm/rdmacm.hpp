@@ -10,3 +10,4 @@
 #include "rdmacm/event.hpp"
 #include "rdmacm/event_channel.hpp"
 #include "rdmacm/listener.hpp"
+#include "rdmacm/qp_attr.hpp"

@@ -29,13 +29,7 @@ inline endpoint device_endpoint(unsigned short port = 0) {
 }
 
 // Small RC queue pair attributes; librdmacm creates the CQs (and a completion channel).
-inline ibv_qp_init_attr rc_qp_attr() {
-    ibv_qp_init_attr attr{};
-    attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = attr.cap.max_recv_wr = 2;
-    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
-    return attr;
-}
+inline ibv_qp_init_attr rc_qp_attr() { return rc_qp_init_attr(2); }
 
 // Runs `ctx` until `done()`, at most `limit` (an event channel's reader keeps the
 // context busy for as long as the channel lives, so run() alone would not return).
