@@ -90,9 +90,7 @@ void channel_impl::remove_owner() noexcept {
 }
 
 void channel_impl::context_shutdown() noexcept {
-    stopped_ = true;
-    if (descriptor_ && descriptor_->is_open()) descriptor_->release();
-    descriptor_.reset();
+    stop();
     strand_.reset();
 }
 
@@ -133,7 +131,7 @@ void channel_impl::drain() {
 
 void channel_impl::stop() noexcept {
     stopped_ = true;
-    // Aborts the wait; never closes the fd.
+    // Aborts the wait (its handler drops our reference); never closes the fd.
     if (descriptor_ && descriptor_->is_open()) descriptor_->release();
     descriptor_.reset();
 }

@@ -78,28 +78,24 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     // DISCONNECTED of our own will come.
     if (kind == op_kind::disconnect && machine_.disconnected()) {
         machine_.completed(kind);
-        rdma_cm_id* id = id_;
-        ++calls_in_flight_;
-        lock.unlock();
-        (void)call(*this, id); // the connection is down either way
-        lock.lock();
-        --calls_in_flight_;
+        (void)make_call(lock, call); // the connection is down either way
         lock.unlock();
         complete({std::move(handler), {}, {}, {}});
         return;
     }
-    // Something already waiting for it?
-    if (kind == op_kind::next_event && !events_.empty()) {
-        completion c{std::move(handler), {}, events_.front(), {}};
-        events_.pop_front();
-        machine_.completed(kind);
-        lock.unlock();
-        complete(std::move(c));
-        return;
-    }
-    if (kind == op_kind::request && !requests_.empty()) {
-        completion c{std::move(handler), {}, requests_.front().second, std::move(requests_.front().first)};
-        requests_.pop_front();
+    // Already here: an event for next_event, a request for the listener.
+    bool queued_event = kind == op_kind::next_event && !events_.empty();
+    bool queued_request = kind == op_kind::request && !requests_.empty();
+    if (queued_event || queued_request) {
+        completion c{std::move(handler), {}, {}, {}};
+        if (queued_event) {
+            c.event = events_.front();
+            events_.pop_front();
+        } else {
+            c.event = requests_.front().second;
+            c.new_id = std::move(requests_.front().first);
+            requests_.pop_front();
+        }
         machine_.completed(kind);
         lock.unlock();
         complete(std::move(c));
@@ -115,14 +111,8 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
         },
         handler);
     handlers_[static_cast<std::size_t>(kind)] = std::move(handler);
-    rdma_cm_id* id = id_;
-    ++calls_in_flight_; // a migration waits for it
-    lock.unlock();
-
     // The call goes out after the handler is in place: its event cannot beat it.
-    error_code ec = call(*this, id);
-    lock.lock();
-    --calls_in_flight_;
+    error_code ec = make_call(lock, call);
     if (!ec) return;
     auto& slot = handlers_[static_cast<std::size_t>(kind)];
     if (machine_.generation(kind) != generation) return; // cannot happen: the slot was busy
@@ -131,6 +121,16 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     completion c{std::exchange(slot, {}), ec, {}, {}};
     lock.unlock();
     complete(std::move(c));
+}
+
+error_code id_impl::make_call(std::unique_lock<std::mutex>& lock, const op_call& call) {
+    rdma_cm_id* id = id_;
+    ++calls_in_flight_; // a migration waits for it
+    lock.unlock();
+    error_code ec = call(*this, id);
+    lock.lock();
+    --calls_in_flight_;
+    return ec;
 }
 
 void id_impl::cancel_one(op_kind kind, std::uint32_t generation) noexcept {
@@ -221,11 +221,10 @@ void id_impl::on_event(const cm_event& ev) {
 }
 
 void id_impl::deliver(const cm_event& ev) {
-    // At most one completion per event, but for DEVICE_REMOVAL (every operation fails):
-    // no allocation on the common path.
+    // At most one completion per event; DEVICE_REMOVAL (every operation fails) is rare,
+    // so only it fills (and allocates) `failed`.
     completion done;
-    std::array<completion, op_kind_count> failed;
-    std::size_t nfailed = 0;
+    std::vector<completion> failed;
     {
         std::lock_guard lock(mutex_);
         if (machine_.closed()) return; // its destruction is under way
@@ -244,12 +243,12 @@ void id_impl::deliver(const cm_event& ev) {
                 auto kind = static_cast<op_kind>(k);
                 if (kind == op_kind::next_event || handlers_[k].index() == 0) continue;
                 machine_.completed(kind);
-                failed[nfailed++] = {std::exchange(handlers_[k], {}), errc::device_removed, ev, {}};
+                failed.push_back({std::exchange(handlers_[k], {}), errc::device_removed, ev, {}});
             }
         }
     }
     if (done.handler.index() != 0) complete(std::move(done), how::dispatch);
-    for (std::size_t i = 0; i < nfailed; ++i) complete(std::move(failed[i]), how::dispatch);
+    for (auto& c : failed) complete(std::move(c), how::dispatch);
 }
 
 void id_impl::on_request(rdma_cm_id* new_id, const cm_event& ev) {

@@ -7,11 +7,9 @@
 
 #include <cerrno>
 
-#define RDMACM_CALL_ERROR_CODE(call_name, err)                                                          \
+// The error of the librdmacm call just made, which reported it through errno.
+#define RDMACM_CALL_ERROR(call_name)                                                                     \
     ([](int e) {                                                                                         \
         static constexpr ::boost::source_location loc(__FILE__, __LINE__, call_name);                   \
         return ::boost::system::error_code(e, ::boost::system::system_category(), &loc);               \
-    }(err))
-
-// The error of the librdmacm call just made, which reported it through errno.
-#define RDMACM_CALL_ERROR(call_name) RDMACM_CALL_ERROR_CODE(call_name, errno)
+    }(errno))

@@ -101,7 +101,6 @@ public:
         }
         return *this;
     }
-    const std::shared_ptr<id_impl>& impl() const noexcept { return impl_; }
 
 protected:
     static executor_type executor_of(const std::shared_ptr<id_impl>& impl) noexcept {

@@ -50,7 +50,6 @@ public:
         std::lock_guard lock(mutex_);
         return executor_;
     }
-    const std::shared_ptr<channel_impl>& channel() const noexcept { return channel_; }
 
     // Starts an operation of `kind`: refused at once (posted) if the machine says so;
     // otherwise the handler waits for its event and `call` is made.
@@ -105,6 +104,8 @@ private:
     };
     void cancel_one(op_kind kind, std::uint32_t generation) noexcept;
     void start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call);
+    // Makes `call` outside the lock (counted: a migration waits for it); returns locked.
+    error_code make_call(std::unique_lock<std::mutex>& lock, const op_call& call);
     void deliver(const cm_event& ev);
     void submit_destroy();
     void migrate_on_reader();
