@@ -108,6 +108,7 @@ void channel_impl::wait() {
 void channel_impl::drain() {
     if (stopped_) return;
     std::lock_guard lock(route_mutex_);
+    kick_pending_.store(false, std::memory_order_release); // what was moved before is read now
     rdma_cm_event* ev = nullptr;
     while (!stopped_ && rdma_get_cm_event(channel_, &ev) == 0) {
         events_read_.fetch_add(1, std::memory_order_relaxed);

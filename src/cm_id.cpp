@@ -93,6 +93,22 @@ ibv_qp* cm_id::qp() const noexcept {
     return id ? id->qp : nullptr;
 }
 
+cm_event cm_id::call_sync(detail::op_kind kind, const detail::op_call& call, error_code& ec) {
+    if (!impl_) {
+        ec = errc::not_open;
+        return {};
+    }
+    return impl_->call_sync(kind, call, ec);
+}
+
+cm_event cm_id::next_event(std::chrono::milliseconds timeout, error_code& ec) {
+    if (!impl_) {
+        ec = errc::not_open;
+        return {};
+    }
+    return impl_->next_event_sync(timeout, ec);
+}
+
 listener::listener(event_channel& channel, rdma_port_space ps) : listener(channel.get_executor(), channel, ps) {}
 
 listener::listener(const executor_type& ex, event_channel& channel, rdma_port_space ps)

@@ -32,6 +32,13 @@ public:
         case errc::channel_closed: return "the event channel (or its execution context) is gone";
         case errc::listener_cannot_migrate:
             return "a listening id cannot migrate (its pending requests would be lost): migrate it before listen";
+        case errc::synchronous_mode:
+            return "the CM id is in synchronous mode: use its blocking calls, or migrate it to an event channel";
+        case errc::not_synchronous:
+            return "blocking CM calls need synchronous mode: migrate the id to rdmacm::synchronous first";
+        case errc::event_pending:
+            return "an event of the CM id is queued or expected: it would be taken for the call's own "
+                   "(wait for it, or read it with next_event, first)";
         }
         return "asio-rdmacm error " + std::to_string(ev);
     }

@@ -69,7 +69,8 @@ void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
 }
 
 void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call) {
-    if (error_code ec = machine_.start(kind)) {
+    error_code ec = synchronous_ && !machine_.closed() ? error_code(errc::synchronous_mode) : machine_.start(kind);
+    if (ec) {
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
         return;
@@ -112,7 +113,7 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
         handler);
     handlers_[static_cast<std::size_t>(kind)] = std::move(handler);
     // The call goes out after the handler is in place: its event cannot beat it.
-    error_code ec = make_call(lock, call);
+    ec = make_call(lock, call);
     if (!ec) return;
     auto& slot = handlers_[static_cast<std::size_t>(kind)];
     if (machine_.generation(kind) != generation) return; // cannot happen: the slot was busy
@@ -174,8 +175,12 @@ void id_impl::close() noexcept {
 
 void id_impl::submit_destroy() {
     destroy_later([self = shared_from_this()]() mutable {
+        {
+            // A blocking call of synchronous mode reads the id's private channel.
+            std::unique_lock lock(self->mutex_);
+            self->call_done_.wait(lock, [&] { return !self->in_sync_call_; });
+        }
         self->destroy();
-        self->channel_->routing_barrier(); // the reader holds no event of ours any more
         // Let go of the channel before it may stop: its last reference must go on its own
         // context (in the stop job), never here after that context is gone.
         std::shared_ptr<channel_impl> channel;
@@ -184,6 +189,8 @@ void id_impl::submit_destroy() {
             channel = std::move(self->channel_);
         }
         self.reset();
+        if (!channel) return; // synchronous: librdmacm's private channel went with the id
+        channel->routing_barrier(); // the reader holds no event of ours any more
         channel->remove_owner();
     });
 }

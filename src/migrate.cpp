@@ -2,27 +2,44 @@
 //
 //  1. Any thread: the id is marked moving. From here its events are held and new
 //     operations deferred; nothing of the id starts on the old channel any more.
-//  2. The old channel's reader strand (nobody polls the old channel meanwhile, F14/R4),
-//     once no librdmacm call on the id is in flight: rdma_migrate_id. Every event the old
-//     reader read for the id was routed before this ran (same strand), and it was acked
-//     when read, so the call never waits for acks (R1). Queued, unread events move with
-//     the id in the kernel (F2) without a wake-up, so the new reader is kicked; later ones
-//     arrive on the new channel.
+//  2. rdma_migrate_id, once no librdmacm call on the id is in flight, while the old
+//     channel's reader cannot read (F14/R4): at once in the initiating call when the
+//     reader is idle (its routing lock taken without waiting) or this thread runs it;
+//     else on the reader's strand. Every event the old reader read for the id was routed
+//     before, and acked when read, so the call never waits for acks (R1). Queued, unread
+//     events move with the id in the kernel (F2) without a wake-up, so the new reader is
+//     kicked; later ones arrive on the new channel.
 //  3. The old executor: a marker that runs after every handler of the id posted there.
 //  4. The new executor: held events, then deferred operations, in order, then newer ones
 //     (R5); the id's executor is the new one; the migrate handler completes.
 // On failure the id stays on its old channel and executor with nothing lost (step 4 runs
 // there instead).
+//
+// Synchronous mode (F4/F5) is a migration to no channel: librdmacm's private channel. It
+// is refused while anything of the id is queued or expected (an event read but not
+// delivered, an operation outstanding), and undone when the kernel moved a queued event
+// along: librdmacm's next blocking call would take it for its own. Back from synchronous
+// mode, the target channel's reader makes the call.
 #include "rdmacm/detail/call_error.hpp"
 #include "rdmacm/detail/id_impl.hpp"
 
 #include <boost/asio/post.hpp>
 
+#include <poll.h>
+
 namespace rdmacm::detail {
+namespace {
+
+bool has_queued_event(const rdma_cm_id* id) noexcept {
+    pollfd p{id->channel->fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+}
+
+} // namespace
 
 id_impl::call_guard::call_guard(id_impl& impl) : impl_(impl) {
     std::unique_lock lock(impl_.mutex_);
-    impl_.migrate_call_done_.wait(lock, [this] { return !impl_.in_migrate_call_; });
+    impl_.call_done_.wait(lock, [this] { return !impl_.in_migrate_call_; });
     ++impl_.calls_in_flight_;
 }
 
@@ -41,59 +58,77 @@ void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type&
     error_code ec;
     if (machine_.closed())
         ec = errc::not_open;
-    else if (!target)
-        ec = errc::channel_closed;
-    else if (migration_)
+    else if (migration_ || in_sync_call_)
         ec = errc::operation_in_progress;
     else if (listening_)
         ec = errc::listener_cannot_migrate;
-    if (ec) {
+    if (ec || (!target && synchronous_)) { // refused, or synchronous already
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
         return;
     }
-    migration_.reset(new migration{std::move(target), target_ex, executor_, std::move(handler)});
-    auto old = channel_;
+    migration_.reset(new migration{target, target ? target_ex : executor_, executor_, std::move(handler)});
+    // A synchronous id has no channel of ours: the target's reader makes the call.
+    auto reader = channel_ ? channel_ : std::move(target);
+    if (calls_in_flight_ == 0 && reader->try_run_exclusive([&] { migrate_now(lock, how::post); })) return;
     lock.unlock();
-    if (!old->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
+    if (!reader->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
         finish_migration(errc::channel_closed, how::post); // the old context is gone: nothing moved
 }
 
 void id_impl::migrate_on_reader() {
     std::unique_lock lock(mutex_);
-    if (calls_in_flight_ > 0) {
-        // A call on the id is being made on another thread: after it (it is short).
+    if (calls_in_flight_ == 0) return migrate_now(lock, how::dispatch);
+    // A call on the id is being made on another thread: after it (it is short).
+    auto reader = channel_ ? channel_ : migration_->target;
+    lock.unlock();
+    if (!reader->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
+        finish_migration(errc::channel_closed);
+}
+
+void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
+    auto target = migration_->target;
+    error_code ec;
+    if (machine_.closed())
+        ec = boost::asio::error::operation_aborted;
+    else if (listening_) // listen() came meanwhile
+        ec = errc::listener_cannot_migrate;
+    else if (!target && (!held_.empty() || !events_.empty() || !deferred_.empty() || machine_.busy()))
+        ec = errc::event_pending;
+    if (ec) {
         lock.unlock();
-        if (!channel_->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
-            finish_migration(errc::channel_closed);
-        return;
-    }
-    if (machine_.closed() || listening_) { // closed, or listen() came meanwhile
-        error_code ec = machine_.closed() ? error_code(boost::asio::error::operation_aborted)
-                                          : error_code(errc::listener_cannot_migrate);
-        lock.unlock();
-        finish_migration(ec);
+        finish_migration(ec, mode);
         return;
     }
     rdma_cm_id* id = id_;
-    auto target = migration_->target;
+    auto old_channel = channel_;
     auto old_executor = migration_->old_executor;
     auto target_executor = migration_->target_executor;
     in_migrate_call_ = true;
     lock.unlock();
 
-    error_code ec;
-    if (rdma_migrate_id(id, target->native()) != 0) ec = RDMACM_CALL_ERROR("rdma_migrate_id");
-    std::shared_ptr<channel_impl> old;
+    if (rdma_migrate_id(id, target ? target->native() : nullptr) != 0) ec = RDMACM_CALL_ERROR("rdma_migrate_id");
+    if (!ec && !target && has_queued_event(id)) {
+        // An event moved to the private channel with the id: back where it was, with it.
+        if (rdma_migrate_id(id, old_channel->native()) == 0) {
+            ec = errc::event_pending;
+            old_channel->kick();
+        } // else synchronous after all: its blocking calls refuse while the event waits
+    }
     lock.lock();
     in_migrate_call_ = false;
-    if (!ec) old = std::exchange(channel_, target);
-    lock.unlock();
-    migrate_call_done_.notify_all();
     if (!ec) {
-        target->add_owner();
-        old->remove_owner();
-        target->kick(); // events that moved with the id (F2) are not announced by the kernel
+        channel_ = target;
+        synchronous_ = !target;
+    }
+    lock.unlock();
+    call_done_.notify_all();
+    if (!ec) {
+        if (target) {
+            target->add_owner();
+            target->kick(); // events that moved with the id (F2) are not announced by the kernel
+        }
+        if (old_channel) old_channel->remove_owner();
     }
     // Handlers of the id already handed to the old executor run before the id moves on
     // (one hop when old and new executor are the same, e.g. two channels of one context).

@@ -12,6 +12,12 @@
 
 namespace rdmacm {
 
+/// The tag for `cm_id::async_migrate(synchronous, token)`: synchronous mode.
+struct synchronous_t {
+    explicit synchronous_t() = default;
+};
+inline constexpr synchronous_t synchronous{};
+
 /// One end of an RDMA connection: an `rdma_cm_id` on an `event_channel`, with the CM's
 /// operations as Asio asynchronous operations (any completion token: callbacks,
 /// `use_awaitable`, `use_future`, `deferred`, `as_tuple`, ...).
@@ -128,9 +134,72 @@ public:
     /// The queue pair, or nullptr.
     ibv_qp* qp() const noexcept;
 
+    using id_handle::async_migrate;
+    /// Puts the id in **synchronous mode** (`rdma_migrate_id(id, NULL)`): its events go to
+    /// a private channel of librdmacm, and the CM calls are the blocking ones below, made
+    /// on any thread that is not needed to run handlers meanwhile. Asynchronous operations
+    /// then complete with errc::synchronous_mode. `async_migrate(channel, ...)` brings the
+    /// id back (events queued meanwhile move with it).
+    ///
+    /// Refused with errc::event_pending while anything of the id is queued or expected (an
+    /// event not yet delivered, an operation or next-event wait outstanding — cancel it,
+    /// or let it complete, first): librdmacm's next blocking call would take that event
+    /// for its own answer (semantics F5). An event the kernel still held is caught after
+    /// the move, and the move undone. Already synchronous: completes at once.
+    ///
+    /// Signature: `void(error_code)`. Errors: errc::event_pending, the call's errno
+    /// (location "rdma_migrate_id"), and those of the other async_migrate. Executor: the
+    /// id's (which stays). Cancellation: none.
+    template <typename Token>
+    auto async_migrate(synchronous_t, Token&& token) {
+        return detail::async_start<void(error_code)>(get_executor(), std::forward<Token>(token),
+                                             [this_ex = executor_, impl = impl_](auto handler) {
+                                                 if (impl)
+                                                     impl->migrate(nullptr, {}, std::move(handler));
+                                                 else
+                                                     detail::id_impl::refuse(this_ex, std::move(handler), errc::not_open);
+                                             });
+    }
+
+    /// @name Blocking calls of synchronous mode
+    /// Each makes its librdmacm call and waits for the event that answers it; `ec` as the
+    /// asynchronous operation would complete with (errc::rejected, ...). Refused with
+    /// errc::not_synchronous on an id not in synchronous mode, errc::event_pending while
+    /// an event of the id is queued (read it with next_event first), and
+    /// errc::operation_in_progress while another blocking call runs on the id. If another
+    /// event came first, it is kept for next_event and the call fails with
+    /// errc::unexpected_event (its own answer follows through next_event). `close()` waits
+    /// for a blocking call in progress. Not thread-safe beyond that.
+    /// @{
+    void resolve_address(const endpoint& remote, std::chrono::milliseconds timeout, error_code& ec) {
+        resolve_address(endpoint{}, remote, timeout, ec);
+    }
+    void resolve_address(const endpoint& local, const endpoint& remote, std::chrono::milliseconds timeout,
+                         error_code& ec) {
+        call_sync(detail::op_kind::resolve_address, detail::op_call::resolve_address(local, remote, timeout), ec);
+    }
+    void resolve_route(std::chrono::milliseconds timeout, error_code& ec) {
+        call_sync(detail::op_kind::resolve_route, detail::op_call::resolve_route(timeout), ec);
+    }
+    /// Returns the ESTABLISHED event (or the failure's, e.g. REJECTED with its status).
+    cm_event connect(const conn_params& params, error_code& ec) {
+        return call_sync(detail::op_kind::establish, detail::op_call::connect(params), ec);
+    }
+    cm_event accept(const conn_params& params, error_code& ec) {
+        return call_sync(detail::op_kind::establish, detail::op_call::accept(params), ec);
+    }
+    /// After the peer's DISCONNECTED was read, returns at once (IB answers nothing more;
+    /// the id's destruction replies to the peer).
+    void disconnect(error_code& ec) { call_sync(detail::op_kind::disconnect, detail::op_call::disconnect(), ec); }
+    /// The id's next event not taken by a call (e.g. the peer's DISCONNECTED), waiting up to
+    /// `timeout` (boost::asio::error::timed_out), negative: no limit.
+    cm_event next_event(std::chrono::milliseconds timeout, error_code& ec);
+    /// @}
+
 private:
     friend class detail::id_impl;
     explicit cm_id(std::shared_ptr<detail::id_impl> impl) noexcept;
+    cm_event call_sync(detail::op_kind kind, const detail::op_call& call, error_code& ec);
 };
 
 } // namespace rdmacm

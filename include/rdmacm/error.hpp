@@ -35,6 +35,9 @@ enum class errc {
     private_data_too_long, ///< more private data than the transport can carry
     channel_closed,        ///< the event channel (or its execution context) is gone
     listener_cannot_migrate, ///< a listening id cannot migrate: migrate before listen
+    synchronous_mode,      ///< an asynchronous operation on an id in synchronous mode
+    not_synchronous,       ///< a blocking call on an id not in synchronous mode
+    event_pending,         ///< an event of the id is queued or expected: read it first
 };
 
 /// The category of `errc` values ("asio-rdmacm").

@@ -51,9 +51,32 @@ public:
         return true;
     }
 
+    // Runs f() now, on this thread, if the reader cannot be reading meanwhile: when this
+    // thread runs the reader's strand, or while holding the reader's routing lock (never
+    // waited for: false, f not run, when the reader is busy or the context is gone).
+    template <typename F>
+    bool try_run_exclusive(F&& f) {
+        bool on_reader;
+        {
+            std::lock_guard lock(context_->mutex);
+            if (!context_->alive) return false;
+            on_reader = strand_->running_in_this_thread();
+        }
+        if (on_reader) { // maybe inside drain(), which holds the routing lock
+            f();
+            return true;
+        }
+        std::unique_lock route(route_mutex_, std::try_to_lock);
+        if (!route) return false;
+        f();
+        return true;
+    }
+
     // Reads whatever is queued now. After rdma_migrate_id: the kernel moves the id's queued
-    // events onto this channel without waking its pollers, so nothing else would.
+    // events onto this channel without waking its pollers, so nothing else would. Kicks
+    // before the reader's next read are one: that read takes all they moved.
     void kick() {
+        if (kick_pending_.exchange(true, std::memory_order_acq_rel)) return;
         run_on_reader([self = shared_from_this()] { self->drain(); });
     }
 
@@ -92,6 +115,7 @@ private:
     std::mutex route_mutex_; // held by the reader while it routes events
     std::atomic<std::size_t> owners_{1};
     std::atomic<std::uint64_t> events_read_{0};
+    std::atomic<bool> kick_pending_{false};
     bool stopped_ = false; // on the strand
 };
 

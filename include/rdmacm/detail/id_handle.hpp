@@ -83,10 +83,11 @@ public:
     auto async_migrate(event_channel& target, const executor_type& ex, Token&& token) {
         return async_start<void(error_code)>(ex, std::forward<Token>(token),
                                              [this_ex = executor_, impl = impl_, target = target.impl(), ex](auto handler) {
-                                                 if (impl)
+                                                 if (impl && target)
                                                      impl->migrate(target, ex, std::move(handler));
                                                  else
-                                                     id_impl::refuse(this_ex, std::move(handler), errc::not_open);
+                                                     id_impl::refuse(this_ex, std::move(handler),
+                                                                     impl ? errc::channel_closed : errc::not_open);
                                              });
     }
 

@@ -14,6 +14,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -67,8 +68,15 @@ public:
     bool closed() const noexcept;
 
     // Moves the id to `target` (its handlers to `target_ex`): src/migrate.cpp. Completes
-    // `handler` on the new executor (the old one if it failed).
+    // `handler` on the new executor (the old one if it failed). A null `target` puts the
+    // id in synchronous mode (its executor stays).
     void migrate(std::shared_ptr<channel_impl> target, const executor_type& target_ex, void_handler handler);
+
+    // Synchronous mode (src/sync_mode.cpp): the blocking librdmacm call that starts an
+    // operation of `kind`, and the event it waited for (empty if none came).
+    cm_event call_sync(op_kind kind, const op_call& call, error_code& ec);
+    // The id's next event, waiting up to `timeout` (negative: no limit).
+    cm_event next_event_sync(std::chrono::milliseconds timeout, error_code& ec);
     // Held around a synchronous librdmacm call on the id (create_qp, reject, bind, listen):
     // librdmacm writes to the id's channel, so no such call may overlap rdma_migrate_id
     // (semantics F13/F15). Waits out a migrate call in progress (a single non-blocking
@@ -102,6 +110,9 @@ private:
         cm_event event;
         std::shared_ptr<id_impl> new_id; // request: the new id
     };
+    // Completes on the handler's executor: posted (never inside an initiating call), or,
+    // from the reader, dispatched (inline when the reader already runs there).
+    enum class how : bool { post, dispatch };
     void cancel_one(op_kind kind, std::uint32_t generation) noexcept;
     void start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call);
     // Makes `call` outside the lock (counted: a migration waits for it); returns locked.
@@ -109,10 +120,12 @@ private:
     void deliver(const cm_event& ev);
     void submit_destroy();
     void migrate_on_reader();
+    // Makes the migrate call (lock held on entry, released on return); `mode` says how
+    // a refusal completes (post when still inside the initiating call).
+    void migrate_now(std::unique_lock<std::mutex>& lock, how mode);
+    // Synchronous mode: why a blocking call cannot be made now (lock held).
+    error_code sync_refusal(bool call) const;
 
-    // Completes on the handler's executor: posted (never inside an initiating call), or,
-    // from the reader, dispatched (inline when the reader already runs there).
-    enum class how : bool { post, dispatch };
     void finish_migration(error_code ec, how mode = how::dispatch);
     void complete(completion c, how mode = how::post) { complete(get_executor(), std::move(c), mode); }
     static void complete(const executor_type& ex, completion c, how mode);
@@ -146,8 +159,10 @@ private:
     std::vector<deferred_start> deferred_;
     int calls_in_flight_ = 0;        // librdmacm calls on the id being made outside the lock
     bool in_migrate_call_ = false;   // rdma_migrate_id is being called
-    std::condition_variable migrate_call_done_;
+    bool in_sync_call_ = false;      // a blocking call of synchronous mode is being made
+    std::condition_variable call_done_; // either of those two ended
     bool listening_ = false;
+    bool synchronous_ = false; // on librdmacm's private channel: channel_ is null
 };
 
 } // namespace rdmacm::detail

@@ -49,6 +49,12 @@ public:
     // has its CM event to come (both operation_in_progress).
     error_code start(op_kind kind) noexcept;
     bool outstanding(op_kind kind) const noexcept { return slot(kind) == state::outstanding; }
+    // An operation is outstanding, or a cancelled one still has its event to come.
+    bool busy() const noexcept {
+        for (auto s : slots_)
+            if (s != state::idle) return true;
+        return false;
+    }
     std::uint32_t generation(op_kind kind) const noexcept { return generation_[index(kind)]; }
 
     // An event arrived for this id.
