@@ -1,0 +1,80 @@
+#pragma once
+// A file descriptor that some other library owns (an rdma_event_channel's, an
+// ibv_comp_channel's), read on a strand of an execution context through an Asio descriptor
+// that never closes it (compiled in src/fd_reader.cpp).
+//
+// Lifetime: the Asio parts (strand, descriptor) are touched only while the execution
+// context lives: a service in the context lets go of them when it shuts down, so the last
+// reference may go on any thread, even after the context is gone.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/posix/basic_stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace rdmacm::detail {
+
+class fd_reader : public std::enable_shared_from_this<fd_reader> {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    virtual ~fd_reader();
+    fd_reader(const fd_reader&) = delete;
+    fd_reader& operator=(const fd_reader&) = delete;
+
+    const executor_type& get_executor() const noexcept { return executor_; }
+
+    // Runs f on the reader's strand, if the execution context still lives (false if not).
+    template <typename F>
+    bool run_on_reader(F&& f) {
+        std::lock_guard lock(context_->mutex);
+        if (!context_->alive) return false;
+        boost::asio::post(*strand_, std::forward<F>(f));
+        return true;
+    }
+
+    // Stops reading (on the strand): never closes the fd.
+    void stop_later() {
+        run_on_reader([self = shared_from_this()] { self->stop(); });
+    }
+
+    // The execution context's state, shared with a service in the context: whether it
+    // lives, and its readers. Readers touch their Asio parts only under this mutex while
+    // the context lives; its shutdown resets them under it.
+    struct context_state {
+        std::mutex mutex;
+        bool alive = true;
+        std::vector<fd_reader*> readers;
+    };
+    // The context is shutting down (its service calls this, holding the state's mutex).
+    void context_shutdown() noexcept;
+
+protected:
+    // Reads `fd` (made non-blocking here) on a strand of `ex`; throws system_error.
+    fd_reader(const executor_type& ex, int fd);
+    // Registers with the context and starts waiting; once, after construction.
+    void start();
+    // The fd is readable: read it to EAGAIN (edge-triggered readiness, semantics A3).
+    virtual void on_readable() = 0;
+    // On the strand: whether this thread runs it now.
+    bool on_reader_thread();
+    void stop() noexcept;
+    // Lets go of the descriptor (idempotent): before whoever owns the fd closes it.
+    void detach() noexcept;
+    bool stopped() const noexcept { return stopped_; } // on the strand
+
+private:
+    void wait();
+
+    executor_type executor_;
+    std::optional<boost::asio::strand<executor_type>> strand_;
+    std::optional<boost::asio::posix::basic_stream_descriptor<executor_type>> descriptor_;
+    std::shared_ptr<context_state> context_;
+    bool stopped_ = false; // on the strand
+};
+
+} // namespace rdmacm::detail

@@ -1,0 +1,105 @@
+#include "rdmacm/detail/fd_reader.hpp"
+
+#include "rdmacm/detail/call_error.hpp"
+
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <fcntl.h>
+
+namespace rdmacm::detail {
+namespace {
+
+// Lives in each execution context that has readers: tells them when it shuts down.
+class context_service : public boost::asio::execution_context::service {
+public:
+    static inline boost::asio::execution_context::id id;
+    using key_type = context_service;
+
+    explicit context_service(boost::asio::execution_context& ctx)
+        : service(ctx), state_(std::make_shared<fd_reader::context_state>()) {}
+
+    std::shared_ptr<fd_reader::context_state> state() const { return state_; }
+
+private:
+    void shutdown() override {
+        std::lock_guard lock(state_->mutex);
+        state_->alive = false;
+        for (auto* r : state_->readers) r->context_shutdown();
+        state_->readers.clear();
+    }
+
+    std::shared_ptr<fd_reader::context_state> state_;
+};
+
+} // namespace
+
+fd_reader::fd_reader(const executor_type& ex, int fd) : executor_(ex), strand_(ex) {
+    // Ourselves, not Asio: async_wait stops setting O_NONBLOCK in Boost 1.86 (semantics A4).
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+        throw boost::system::system_error(RDMACM_CALL_ERROR("fcntl(O_NONBLOCK)"));
+    descriptor_.emplace(executor_type(*strand_), fd);
+}
+
+void fd_reader::start() {
+    // After the descriptor exists, so the service shuts down before the reactor does.
+    auto& service = boost::asio::use_service<context_service>(boost::asio::query(executor_, boost::asio::execution::context));
+    context_ = service.state();
+    {
+        std::lock_guard lock(context_->mutex);
+        context_->readers.push_back(this);
+    }
+    // A first read: the fd may be readable already, and readiness is edge-triggered.
+    boost::asio::dispatch(*strand_, [self = shared_from_this()] {
+        self->on_readable();
+        self->wait();
+    });
+}
+
+fd_reader::~fd_reader() { detach(); }
+
+void fd_reader::detach() noexcept {
+    // The last reference may go on any thread: the Asio parts go here only while the
+    // context lives (else its shutdown took them already).
+    if (context_) {
+        std::lock_guard lock(context_->mutex);
+        if (context_->alive) {
+            std::erase(context_->readers, this);
+            context_shutdown();
+        }
+    } else {
+        context_shutdown(); // never started
+    }
+}
+
+void fd_reader::context_shutdown() noexcept {
+    stop();
+    strand_.reset();
+}
+
+bool fd_reader::on_reader_thread() {
+    std::lock_guard lock(context_->mutex);
+    return context_->alive && strand_->running_in_this_thread();
+}
+
+void fd_reader::wait() {
+    if (stopped_ || !descriptor_) return;
+    descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                           [self = shared_from_this()](boost::system::error_code ec) {
+                               if (ec || self->stopped_) return; // released: going away
+                               self->on_readable();
+                               self->wait();
+                           });
+}
+
+void fd_reader::stop() noexcept {
+    stopped_ = true;
+    // Aborts the wait (its handler drops our reference); never closes the fd.
+    if (descriptor_ && descriptor_->is_open()) descriptor_->release();
+    descriptor_.reset();
+}
+
+} // namespace rdmacm::detail
