@@ -1,5 +1,7 @@
 #include "rdmacm/error.hpp"
 
+#include <infiniband/verbs.h>
+
 #include <string>
 
 namespace rdmacm {
@@ -39,6 +41,8 @@ public:
         case errc::event_pending:
             return "an event of the CM id is queued or expected: it would be taken for the call's own "
                    "(wait for it, or read it with next_event, first)";
+        case errc::buffer_not_registered: return "the buffer does not lie inside the memory region given with it";
+        case errc::remote_buffer_too_small: return "more data than the peer's remote buffer holds";
         }
         return "asio-rdmacm error " + std::to_string(ev);
     }
@@ -60,8 +64,38 @@ public:
 
 constexpr category the_category;
 
+class wc_category final : public boost::system::error_category {
+public:
+    constexpr wc_category() noexcept : error_category(0x8e2f'51c3'7a0d'4b1a) {}
+
+    const char* name() const noexcept override { return "ibv_wc_status"; }
+
+    std::string message(int ev) const override {
+        return std::string("work completion failed: ") + ibv_wc_status_str(static_cast<ibv_wc_status>(ev));
+    }
+
+    boost::system::error_condition default_error_condition(int ev) const noexcept override {
+        namespace sc = boost::system::errc;
+        switch (ev) {
+        case IBV_WC_WR_FLUSH_ERR: return sc::make_error_condition(sc::operation_canceled);
+        case IBV_WC_REM_ACCESS_ERR:
+        case IBV_WC_LOC_PROT_ERR:
+        case IBV_WC_LOC_ACCESS_ERR: return sc::make_error_condition(sc::permission_denied);
+        case IBV_WC_RETRY_EXC_ERR:
+        case IBV_WC_RNR_RETRY_EXC_ERR: return sc::make_error_condition(sc::timed_out);
+        case IBV_WC_LOC_LEN_ERR:
+        case IBV_WC_REM_INV_REQ_ERR: return sc::make_error_condition(sc::invalid_argument);
+        default: return {ev, *this};
+        }
+    }
+};
+
+constexpr wc_category the_wc_category;
+
 } // namespace
 
 const boost::system::error_category& error_category() noexcept { return the_category; }
+
+const boost::system::error_category& work_completion_category() noexcept { return the_wc_category; }
 
 } // namespace rdmacm

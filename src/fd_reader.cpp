@@ -53,7 +53,8 @@ void fd_reader::start() {
         context_->readers.push_back(this);
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
-    boost::asio::dispatch(*strand_, [self = shared_from_this()] {
+    // Posted: never inside the caller, who may hold locks the reader takes.
+    boost::asio::post(*strand_, [self = shared_from_this()] {
         self->on_readable();
         self->wait();
     });

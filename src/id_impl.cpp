@@ -157,9 +157,16 @@ void id_impl::cancel() noexcept {
     for (auto& c : aborted) complete(std::move(c));
 }
 
+void id_impl::attach(std::shared_ptr<data_path> dp) {
+    std::lock_guard lock(mutex_);
+    data_path_ = std::move(dp);
+    if (migration_) data_path_->begin_move();
+}
+
 void id_impl::close() noexcept {
     decltype(requests_) unanswered;
     bool moving;
+    std::shared_ptr<data_path> data;
     {
         std::lock_guard lock(mutex_);
         if (machine_.closed()) return;
@@ -167,7 +174,9 @@ void id_impl::close() noexcept {
         unanswered.swap(requests_);
         events_.clear();
         moving = migration_ != nullptr; // then the migration destroys it when it ends
+        data = data_path_;
     }
+    if (data) data->close();
     cancel();
     for (auto& r : unanswered) r.first->close(); // rejected and destroyed
     if (!moving) submit_destroy();
@@ -182,12 +191,16 @@ void id_impl::submit_destroy() {
         }
         self->destroy();
         // Let go of the channel before it may stop: its last reference must go on its own
-        // context (in the stop job), never here after that context is gone.
+        // context (in the stop job), never here after that context is gone. The data path
+        // (completion queue) goes after the queue pair, which went with the id.
         std::shared_ptr<channel_impl> channel;
+        std::shared_ptr<data_path> data;
         {
             std::lock_guard lock(self->mutex_);
             channel = std::move(self->channel_);
+            data = std::move(self->data_path_);
         }
+        data.reset();
         self.reset();
         if (!channel) return; // synchronous: librdmacm's private channel went with the id
         channel->routing_barrier(); // the reader holds no event of ours any more
@@ -232,9 +245,11 @@ void id_impl::deliver(const cm_event& ev) {
     // so only it fills (and allocates) `failed`.
     completion done;
     std::vector<completion> failed;
+    std::shared_ptr<data_path> broken; // the connection is gone: so is its data path
     {
         std::lock_guard lock(mutex_);
         if (machine_.closed()) return; // its destruction is under way
+        if (ev.type() == RDMA_CM_EVENT_DISCONNECTED || ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL) broken = data_path_;
         auto d = machine_.on_event(ev.type());
         auto& slot = handlers_[static_cast<std::size_t>(d.kind)];
         switch (d.what) {
@@ -254,6 +269,7 @@ void id_impl::deliver(const cm_event& ev) {
             }
         }
     }
+    if (broken) broken->connection_lost(); // before the event's handler runs
     if (done.handler.index() != 0) complete(std::move(done), how::dispatch);
     for (auto& c : failed) complete(std::move(c), how::dispatch);
 }

@@ -27,6 +27,8 @@
 
 #include <poll.h>
 
+#include <functional>
+
 namespace rdmacm::detail {
 namespace {
 
@@ -68,6 +70,7 @@ void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type&
         return;
     }
     migration_.reset(new migration{target, target ? target_ex : executor_, executor_, std::move(handler)});
+    if (data_path_) data_path_->begin_move();
     // A synchronous id has no channel of ours: the target's reader makes the call.
     auto reader = channel_ ? channel_ : std::move(target);
     if (calls_in_flight_ == 0 && reader->try_run_exclusive([&] { migrate_now(lock, how::post); })) return;
@@ -133,13 +136,19 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     // Handlers of the id already handed to the old executor run before the id moves on
     // (one hop when old and new executor are the same, e.g. two channels of one context).
     auto finish_on = ec ? old_executor : target_executor;
-    if (finish_on == old_executor) {
-        boost::asio::post(old_executor, [self = shared_from_this(), ec] { self->finish_migration(ec); });
-    } else {
-        boost::asio::post(old_executor, [self = shared_from_this(), ec, finish_on] {
+    std::function<void()> then = [self = shared_from_this(), ec, finish_on, old_executor] {
+        if (finish_on == old_executor)
+            self->finish_migration(ec);
+        else
             boost::asio::post(finish_on, [self, ec] { self->finish_migration(ec); });
-        });
-    }
+    };
+    lock.lock();
+    auto data = data_path_;
+    lock.unlock();
+    if (data)
+        data->after_handed(old_executor, std::move(then)); // its completions too
+    else
+        boost::asio::post(old_executor, std::move(then));
 }
 
 void id_impl::finish_migration(error_code ec, how mode) {
@@ -162,7 +171,9 @@ void id_impl::finish_migration(error_code ec, how mode) {
     auto done = std::move(migration_);
     bool closed = machine_.closed();
     auto ex = executor_;
+    auto data = data_path_;
     lock.unlock();
+    if (data) data->end_move(ex);
     if (closed) submit_destroy(); // close() came while the id moved
     // Normally on the new executor, not inside the initiating call: no further hop.
     complete(ex, {std::move(done->handler), ec, {}, {}}, mode);

@@ -12,6 +12,8 @@
 
 namespace rdmacm {
 
+class queue_pair;
+
 /// The tag for `cm_id::async_migrate(synchronous, token)`: synchronous mode.
 struct synchronous_t {
     explicit synchronous_t() = default;
@@ -198,6 +200,7 @@ public:
 
 private:
     friend class detail::id_impl;
+    friend class queue_pair;
     explicit cm_id(std::shared_ptr<detail::id_impl> impl) noexcept;
     cm_event call_sync(detail::op_kind kind, const detail::op_call& call, error_code& ec);
 };

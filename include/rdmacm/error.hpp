@@ -2,13 +2,14 @@
 /// @file
 /// Errors of asio-rdmacm.
 ///
-/// Two kinds of error_code reach a completion handler:
+/// Three kinds of error_code reach a completion handler:
 /// - a librdmacm or libibverbs call that failed: `boost::system::system_category()` with the
 ///   call's errno; `ec.location().function_name()` (and so `ec.what()`) names the call, e.g.
 ///   "rdma_resolve_addr";
 /// - a CM event that reports a failure (ADDR_ERROR, REJECTED, ...) or a misuse of the
 ///   library: `rdmacm::error_category()` with an `rdmacm::errc`. The event's raw status
-///   (e.g. the reject reason) stays in the `cm_event` the operation completes with.
+///   (e.g. the reject reason) stays in the `cm_event` the operation completes with;
+/// - a data operation whose work completion failed: `work_completion_category()`.
 #include <boost/system/error_code.hpp>
 
 namespace rdmacm {
@@ -38,10 +39,18 @@ enum class errc {
     synchronous_mode,      ///< an asynchronous operation on an id in synchronous mode
     not_synchronous,       ///< a blocking call on an id not in synchronous mode
     event_pending,         ///< an event of the id is queued or expected: read it first
+    buffer_not_registered, ///< a data operation's buffer is not inside its memory region
+    remote_buffer_too_small, ///< more data than the peer's remote buffer holds
 };
 
 /// The category of `errc` values ("asio-rdmacm").
 const boost::system::error_category& error_category() noexcept;
+
+/// The category of work completions that failed ("ibv_wc_status"): the value is the
+/// completion's `ibv_wc_status` (e.g. IBV_WC_REM_ACCESS_ERR for a bad rkey,
+/// IBV_WC_WR_FLUSH_ERR for work flushed from a queue pair in error: the connection broke),
+/// the message libibverbs' `ibv_wc_status_str`.
+const boost::system::error_category& work_completion_category() noexcept;
 
 inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 

@@ -10,4 +10,6 @@
 #include "rdmacm/event.hpp"
 #include "rdmacm/event_channel.hpp"
 #include "rdmacm/listener.hpp"
+#include "rdmacm/memory_region.hpp"
 #include "rdmacm/qp_attr.hpp"
+#include "rdmacm/queue_pair.hpp"

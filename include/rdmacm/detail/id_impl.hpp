@@ -18,6 +18,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -91,6 +92,27 @@ public:
     private:
         id_impl& impl_;
     };
+    // What moves and closes with the id besides its CM events: its queue pair's completion
+    // path (src/queue_pair.cpp). Completions are handed to the id's executor like events.
+    class data_path {
+    public:
+        virtual ~data_path() = default;
+        // A migration begins: completions are held from now on.
+        virtual void begin_move() = 0;
+        // Posts `then` to `old_ex` after every completion already handed to it.
+        virtual void after_handed(const executor_type& old_ex, std::function<void()> then) = 0;
+        // The migration ended (on `ex`): completions go to `ex` from now, held ones first.
+        virtual void end_move(const executor_type& ex) = 0;
+        // Outstanding operations complete with operation_aborted.
+        virtual void close() noexcept = 0;
+        // DISCONNECTED or DEVICE_REMOVAL: outstanding work is flushed (completes with
+        // IBV_WC_WR_FLUSH_ERR) instead of waiting for a peer that is gone.
+        virtual void connection_lost() noexcept = 0;
+    };
+    // The id's queue pair was created with `dp`: it moves and closes with the id, and is
+    // released after the id (and so its queue pair) is destroyed.
+    void attach(std::shared_ptr<data_path> dp);
+
     // A listening id never migrates (semantics R6).
     void set_listening() noexcept;
 
@@ -163,6 +185,7 @@ private:
     std::condition_variable call_done_; // either of those two ended
     bool listening_ = false;
     bool synchronous_ = false; // on librdmacm's private channel: channel_ is null
+    std::shared_ptr<data_path> data_path_;
 };
 
 } // namespace rdmacm::detail

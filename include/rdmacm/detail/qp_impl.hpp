@@ -1,0 +1,103 @@
+#pragma once
+// The shared state behind a queue_pair (compiled in src/queue_pair.cpp): the completion
+// queue and its completion channel, read through an fd_reader on the id's execution
+// context, and the handlers of the work requests outstanding on the queue pair.
+//
+// Threads: work requests are posted from any thread; completions are polled on the
+// reader's strand (one poller at a time, even while a migration hands the completion
+// channel from one context's reader to another's) and handed to the id's executor, in
+// completion order, like CM events: held while the id moves, replayed on the new
+// executor first (id_impl::data_path).
+#include "rdmacm/detail/fd_reader.hpp"
+#include "rdmacm/detail/id_impl.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace rdmacm {
+struct queue_pair_options;
+}
+
+namespace rdmacm::detail {
+
+// One work request: what to post, from which registered memory.
+struct work_request {
+    enum class kind : std::uint8_t { send, receive, write, read };
+    kind what;
+    std::uint64_t address; // local buffer
+    std::uint32_t length;
+    std::uint32_t lkey;
+    std::uint64_t remote_address = 0; // write, read
+    std::uint32_t rkey = 0;
+};
+
+class qp_impl : public id_impl::data_path, public std::enable_shared_from_this<qp_impl> {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using handler = boost::asio::any_completion_handler<void(error_code, std::size_t)>;
+
+    // Creates the completion channel and queue, and the queue pair on `id` (through
+    // rdma_create_qp), and attaches to it; throws system_error naming the failed call.
+    static std::shared_ptr<qp_impl> create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options);
+    ~qp_impl() override;
+
+    ibv_qp* native() const noexcept { return qp_; }
+    ibv_cq* cq() const noexcept { return resources_->cq; }
+    executor_type get_executor() const {
+        std::lock_guard lock(mutex_);
+        return executor_;
+    }
+
+    // Posts `wr`; `h` completes with the work completion's status and byte count.
+    void post(const work_request& wr, handler h);
+    // Completes `h` with `ec` on `ex` (nothing to post it on).
+    static void refuse(const executor_type& ex, handler h, error_code ec);
+
+    // id_impl::data_path
+    void begin_move() override;
+    void after_handed(const executor_type& old_ex, std::function<void()> then) override;
+    void end_move(const executor_type& ex) override;
+    void close() noexcept override;
+    void connection_lost() noexcept override;
+
+private:
+    // The completion channel and queue, shared by the readers (two for a moment while the
+    // channel changes context), destroyed after the last of them let go of the fd.
+    struct cq_resources {
+        ibv_comp_channel* channel = nullptr;
+        ibv_cq* cq = nullptr;
+        std::mutex poll_mutex; // one poller at a time: completions stay in order
+        unsigned unacked = 0;  // CQ events read and not yet acknowledged (acked in batches)
+        ~cq_resources();
+    };
+    class cq_reader;
+    struct completion {
+        handler h;
+        error_code ec;
+        std::size_t bytes;
+    };
+
+    qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res);
+    void poll(); // on a reader's strand
+    void hand_over(std::vector<completion>& done, const executor_type& ex);
+
+    std::shared_ptr<cq_resources> resources_;
+    ibv_qp* qp_ = nullptr; // owned by the id: destroyed with it
+    mutable std::mutex mutex_;
+    executor_type executor_;
+    std::shared_ptr<cq_reader> reader_;
+    std::unordered_map<std::uint64_t, handler> outstanding_;
+    std::uint64_t next_wr_id_ = 1;
+    bool closed_ = false;
+    bool moving_ = false;
+    std::vector<completion> held_; // while moving
+};
+
+} // namespace rdmacm::detail

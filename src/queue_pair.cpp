@@ -1,0 +1,293 @@
+#include "rdmacm/queue_pair.hpp"
+
+#include "rdmacm/detail/call_error.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <array>
+
+namespace rdmacm {
+namespace detail {
+namespace {
+
+constexpr unsigned ack_batch = 64;    // CQ events acknowledged at once (each ack takes a lock)
+constexpr int poll_batch = 16;        // work completions taken per ibv_poll_cq
+
+bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type& b) {
+    return &boost::asio::query(a, boost::asio::execution::context) ==
+           &boost::asio::query(b, boost::asio::execution::context);
+}
+
+} // namespace
+
+// Reads the completion channel on one execution context; polls for the queue pair.
+class qp_impl::cq_reader : public fd_reader {
+public:
+    static std::shared_ptr<cq_reader> create(const executor_type& ex, std::shared_ptr<cq_resources> res,
+                                             std::weak_ptr<qp_impl> owner) {
+        std::shared_ptr<cq_reader> self(new cq_reader(ex, std::move(res), std::move(owner)));
+        self->start();
+        return self;
+    }
+    ~cq_reader() override { detach(); } // before the resources (and the fd) may go
+
+private:
+    cq_reader(const executor_type& ex, std::shared_ptr<cq_resources> res, std::weak_ptr<qp_impl> owner)
+        : fd_reader(ex, res->channel->fd), resources_(std::move(res)), owner_(std::move(owner)) {}
+
+    void on_readable() override {
+        if (auto owner = owner_.lock())
+            owner->poll();
+        else
+            stop();
+    }
+
+    std::shared_ptr<cq_resources> resources_;
+    std::weak_ptr<qp_impl> owner_;
+};
+
+qp_impl::cq_resources::~cq_resources() {
+    if (cq) {
+        if (unacked) ibv_ack_cq_events(cq, unacked); // destroy_cq waits for every ack
+        ibv_destroy_cq(cq);
+    }
+    if (channel) ibv_destroy_comp_channel(channel);
+}
+
+std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options) {
+    rdma_cm_id* cm = id->native();
+    if (!cm->verbs) throw boost::system::system_error(errc::not_open); // no device yet: resolve first
+    auto res = std::make_shared<cq_resources>();
+    res->channel = ibv_create_comp_channel(cm->verbs);
+    if (!res->channel) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_comp_channel"));
+    res->cq = ibv_create_cq(cm->verbs, static_cast<int>(options.max_send_wr + options.max_recv_wr), nullptr,
+                            res->channel, 0);
+    if (!res->cq) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_cq"));
+    if (int e = ibv_req_notify_cq(res->cq, 0)) throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_req_notify_cq", e));
+
+    ibv_qp_init_attr attr{};
+    attr.qp_type = IBV_QPT_RC;
+    attr.send_cq = attr.recv_cq = res->cq;
+    attr.cap.max_send_wr = options.max_send_wr;
+    attr.cap.max_recv_wr = options.max_recv_wr;
+    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+    attr.cap.max_inline_data = options.max_inline_data;
+    {
+        id_impl::call_guard guard(*id);
+        if (rdma_create_qp(cm, options.pd, &attr) != 0) throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
+    }
+    std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res)));
+    self->qp_ = cm->qp;
+    id->attach(self); // from here the completion queue outlives the queue pair
+    auto reader = cq_reader::create(self->get_executor(), self->resources_, self);
+    std::lock_guard lock(self->mutex_);
+    self->reader_ = std::move(reader);
+    return self;
+}
+
+qp_impl::qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res)
+    : resources_(std::move(res)), executor_(ex) {}
+
+qp_impl::~qp_impl() {
+    if (reader_) reader_->stop_later();
+}
+
+void qp_impl::post(const work_request& wr, handler h) {
+    std::unique_lock lock(mutex_);
+    if (closed_) {
+        auto ex = executor_;
+        lock.unlock();
+        refuse(ex, std::move(h), errc::not_open);
+        return;
+    }
+    const std::uint64_t wr_id = next_wr_id_++;
+    outstanding_.emplace(wr_id, std::move(h)); // before the post: its completion cannot beat it
+    lock.unlock();
+
+    ibv_sge sge{wr.address, wr.length, wr.lkey};
+    error_code ec;
+    if (wr.what == work_request::kind::receive) {
+        ibv_recv_wr r{};
+        ibv_recv_wr* bad = nullptr;
+        r.wr_id = wr_id;
+        r.sg_list = &sge;
+        r.num_sge = 1;
+        if (int e = ibv_post_recv(qp_, &r, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_recv", e);
+    } else {
+        ibv_send_wr s{};
+        ibv_send_wr* bad = nullptr;
+        s.wr_id = wr_id;
+        s.sg_list = &sge;
+        s.num_sge = 1;
+        s.send_flags = IBV_SEND_SIGNALED;
+        s.opcode = wr.what == work_request::kind::send    ? IBV_WR_SEND
+                   : wr.what == work_request::kind::write ? IBV_WR_RDMA_WRITE
+                                                          : IBV_WR_RDMA_READ;
+        s.wr.rdma.remote_addr = wr.remote_address;
+        s.wr.rdma.rkey = wr.rkey;
+        if (int e = ibv_post_send(qp_, &s, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_send", e);
+    }
+    if (!ec) return;
+    lock.lock();
+    auto it = outstanding_.find(wr_id);
+    if (it == outstanding_.end()) return; // closed meanwhile: aborted already
+    auto failed = std::move(it->second);
+    outstanding_.erase(it);
+    auto ex = executor_;
+    lock.unlock();
+    refuse(ex, std::move(failed), ec);
+}
+
+void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
+    boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::size_t{0}));
+}
+
+// Completion channel readable: take its events (acked in batches), then every completion
+// until the queue is empty, re-arm, and poll once more for what came before the re-arm.
+void qp_impl::poll() {
+    auto& res = *resources_;
+    std::lock_guard poll_lock(res.poll_mutex);
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    while (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
+    if (res.unacked >= ack_batch) {
+        ibv_ack_cq_events(res.cq, res.unacked);
+        res.unacked = 0;
+    }
+    std::array<ibv_wc, poll_batch> wc;
+    std::vector<completion> done;
+    for (bool armed = false;;) {
+        int n;
+        while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0) {
+            std::lock_guard lock(mutex_);
+            for (int i = 0; i < n; ++i) {
+                auto it = outstanding_.find(wc[i].wr_id);
+                if (it == outstanding_.end()) continue; // aborted by close()
+                error_code ec;
+                if (wc[i].status != IBV_WC_SUCCESS) ec = error_code(wc[i].status, work_completion_category());
+                done.push_back({std::move(it->second), ec, wc[i].byte_len});
+                outstanding_.erase(it);
+            }
+        }
+        if (armed) break;
+        ibv_req_notify_cq(res.cq, 0);
+        armed = true;
+    }
+    if (done.empty()) return;
+    std::unique_lock lock(mutex_);
+    if (moving_) {
+        for (auto& c : done) held_.push_back(std::move(c));
+        return;
+    }
+    auto ex = executor_;
+    lock.unlock();
+    hand_over(done, ex);
+}
+
+// Still under the poll lock (or on the new executor with the held ones): in order.
+void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex) {
+    for (auto& c : done) {
+        auto bound = boost::asio::append(std::move(c.h), c.ec, c.bytes);
+        auto handler_ex = boost::asio::get_associated_executor(bound, ex);
+        boost::asio::dispatch(handler_ex, std::move(bound));
+    }
+}
+
+void qp_impl::begin_move() {
+    std::lock_guard lock(mutex_);
+    moving_ = true;
+}
+
+void qp_impl::after_handed(const executor_type& old_ex, std::function<void()> then) {
+    // The reader's strand runs after any poll in progress, which handed its completions
+    // to the old executor before this is posted there.
+    std::shared_ptr<cq_reader> reader;
+    {
+        std::lock_guard lock(mutex_);
+        reader = reader_;
+    }
+    auto post_then = [old_ex, then]() mutable { boost::asio::post(old_ex, std::move(then)); };
+    if (!reader || !reader->run_on_reader(post_then)) post_then();
+}
+
+void qp_impl::end_move(const executor_type& ex) {
+    std::shared_ptr<cq_reader> old;
+    std::vector<completion> held;
+    {
+        std::lock_guard lock(mutex_);
+        executor_ = ex;
+        moving_ = false;
+        held.swap(held_);
+        if (!closed_ && reader_ && !same_context(reader_->get_executor(), ex)) {
+            // The completion channel follows to the new context; for a moment both readers
+            // may poll (one at a time), both handing over to `ex`.
+            old = std::exchange(reader_, cq_reader::create(ex, resources_, weak_from_this()));
+        }
+    }
+    {
+        std::lock_guard poll_lock(resources_->poll_mutex); // behind any poll handing over now
+        hand_over(held, ex);
+    }
+    if (old) old->stop_later();
+}
+
+void qp_impl::connection_lost() noexcept {
+    // To the error state, as librdmacm's rdma_disconnect does: the device flushes every
+    // work request (each completes with IBV_WC_WR_FLUSH_ERR), none waits for the peer.
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+}
+
+void qp_impl::close() noexcept {
+    std::vector<completion> aborted;
+    std::shared_ptr<cq_reader> reader;
+    executor_type ex;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) return;
+        closed_ = true;
+        for (auto& [id, h] : outstanding_) aborted.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
+        outstanding_.clear();
+        for (auto& c : held_) aborted.push_back(std::move(c)); // they completed: as they did
+        held_.clear();
+        reader = std::move(reader_);
+        ex = executor_;
+    }
+    if (reader) reader->stop_later();
+    for (auto& c : aborted) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
+}
+
+} // namespace detail
+
+queue_pair::queue_pair(cm_id& id, const queue_pair_options& options) : executor_(id.get_executor()) {
+    if (!id.impl_ || id.impl_->closed()) throw boost::system::system_error(errc::not_open);
+    impl_ = detail::qp_impl::create(id.impl_, options);
+}
+
+memory_region::memory_region(ibv_pd* pd, std::span<std::byte> buffer, int access)
+    : mr_(ibv_reg_mr(pd, buffer.data(), buffer.size(), access)), buffer_(buffer) {
+    if (!mr_) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_reg_mr"));
+}
+
+memory_region::memory_region(memory_region&& other) noexcept
+    : mr_(std::exchange(other.mr_, nullptr)), buffer_(std::exchange(other.buffer_, {})) {}
+
+memory_region& memory_region::operator=(memory_region&& other) noexcept {
+    if (this != &other) {
+        if (mr_) ibv_dereg_mr(mr_);
+        mr_ = std::exchange(other.mr_, nullptr);
+        buffer_ = std::exchange(other.buffer_, {});
+    }
+    return *this;
+}
+
+memory_region::~memory_region() {
+    if (mr_) ibv_dereg_mr(mr_);
+}
+
+} // namespace rdmacm

@@ -1,0 +1,337 @@
+// The data path on the kernel CM and a real (soft) RDMA device: send, receive, RDMA write
+// and read through queue_pair; failures as error_codes (bad rkey, peer gone, closed with
+// work in flight); 10,000 messages in order; a migration in the middle of traffic.
+#include "support/fixture.hpp"
+#include "support/threads.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <string_view>
+
+using namespace rdmacm;
+using namespace rdmacm::test;
+using namespace boost::asio::experimental::awaitable_operators;
+using asio::awaitable;
+using asio::use_awaitable;
+
+namespace {
+
+constexpr int rw_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+// Both ends of one connection, each with its queue pair.
+struct connection_pair {
+    std::optional<cm_id> client, server;
+    std::optional<queue_pair> client_qp, server_qp;
+};
+
+awaitable<void> accept_side(listener& l, connection_pair& p, queue_pair_options o) {
+    auto req = co_await l.async_accept(use_awaitable);
+    p.server.emplace(std::move(req.id));
+    p.server_qp.emplace(*p.server, o);
+    co_await p.server->async_accept(conn_params{}, use_awaitable);
+}
+
+awaitable<void> connect_side(event_channel& ch, unsigned short port, connection_pair& p, queue_pair_options o) {
+    p.client.emplace(ch);
+    co_await p.client->async_resolve_address(device_endpoint(port), 2s, use_awaitable);
+    co_await p.client->async_resolve_route(2s, use_awaitable);
+    p.client_qp.emplace(*p.client, o);
+    co_await p.client->async_connect(conn_params{}, use_awaitable);
+}
+
+// Connects a pair through `l` (server side on its executor) and `client_ch`.
+awaitable<void> connect_pair(listener& l, event_channel& client_ch, connection_pair& p, queue_pair_options o = {}) {
+    co_await (accept_side(l, p, o) && connect_side(client_ch, l.local_endpoint().port(), p, o));
+}
+
+std::string_view text_of(std::span<const std::byte> b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(send_receive_write_read, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        std::vector<std::byte> cbuf(4096), sbuf(4096);
+        memory_region cmr(p.client_qp->pd(), cbuf, rw_access), smr(p.server_qp->pd(), sbuf, rw_access);
+
+        // Send / receive.
+        const std::string_view hello = "hello, rdma";
+        std::memcpy(cbuf.data(), hello.data(), hello.size());
+        auto [got, sent] = co_await (p.server_qp->async_receive(smr, std::span(sbuf).first(256), use_awaitable) &&
+                                     p.client_qp->async_send(cmr, std::span(cbuf).first(hello.size()), use_awaitable));
+        BOOST_TEST(got == hello.size());
+        BOOST_TEST(sent == hello.size());
+        BOOST_TEST(text_of(std::span(sbuf).first(got)) == hello);
+
+        // RDMA write into the server's buffer, RDMA read out of it.
+        const std::string_view written = "written by the client";
+        std::memcpy(cbuf.data() + 1024, written.data(), written.size());
+        co_await p.client_qp->async_write(cmr, std::span(cbuf).subspan(1024, written.size()),
+                                          to_remote(smr, std::span(sbuf).subspan(1024, 64)), use_awaitable);
+        BOOST_TEST(text_of(std::span(sbuf).subspan(1024, written.size())) == written);
+        const std::string_view kept = "kept by the server";
+        std::memcpy(sbuf.data() + 2048, kept.data(), kept.size());
+        auto n = co_await p.client_qp->async_read(cmr, std::span(cbuf).subspan(2048, kept.size()),
+                                                  to_remote(smr, std::span(sbuf).subspan(2048, 64)), use_awaitable);
+        BOOST_TEST(n == kept.size());
+        BOOST_TEST(text_of(std::span(cbuf).subspan(2048, kept.size())) == kept);
+
+        // Refused before anything is posted.
+        std::vector<std::byte> elsewhere(16);
+        auto [e1, n1] = co_await p.client_qp->async_send(cmr, elsewhere, asio::as_tuple(use_awaitable));
+        BOOST_TEST((e1 == errc::buffer_not_registered), e1.message());
+        auto [e2, n2] = co_await p.client_qp->async_write(cmr, std::span(cbuf).first(128),
+                                                          to_remote(smr, std::span(sbuf).first(64)),
+                                                          asio::as_tuple(use_awaitable));
+        BOOST_TEST((e2 == errc::remote_buffer_too_small), e2.message());
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(bad_rkey_is_a_remote_access_error, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        std::vector<std::byte> cbuf(256), sbuf(256);
+        memory_region cmr(p.client_qp->pd(), cbuf, rw_access), smr(p.server_qp->pd(), sbuf, rw_access);
+        auto remote = to_remote(smr, sbuf);
+        remote.rkey ^= 0x5a5a00;
+        // A read needs the peer's answer on every transport (an iWARP write completes
+        // locally, its error reaches the QP later).
+        auto [ec, n] = co_await p.client_qp->async_read(cmr, std::span(cbuf).first(64), remote,
+                                                        asio::as_tuple(use_awaitable));
+        BOOST_TEST((ec.category() == work_completion_category()), ec.message());
+        BOOST_TEST(ec.value() != IBV_WC_SUCCESS);
+        BOOST_TEST_MESSAGE("bad rkey: " << ec.message());
+        // The queue pair is in error now: what follows is flushed, not hung.
+        auto [ec2, n2] = co_await p.client_qp->async_send(cmr, std::span(cbuf).first(8), asio::as_tuple(use_awaitable));
+        BOOST_TEST((ec2 == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), ec2.message());
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(peer_disconnect_flushes_outstanding_work, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        std::vector<std::byte> sbuf(4096);
+        memory_region smr(p.server_qp->pd(), sbuf);
+        std::vector<error_code> results;
+        for (int i = 0; i < 4; ++i)
+            p.server_qp->async_receive(smr, std::span(sbuf).subspan(static_cast<std::size_t>(i) * 256, 256),
+                                       [&](error_code ec, std::size_t) { results.push_back(ec); });
+        // The peer disconnects; the server answers: its receives are flushed.
+        co_await (p.client->async_disconnect(use_awaitable) && [&]() -> awaitable<void> {
+            auto ev = co_await p.server->async_next_event(use_awaitable);
+            BOOST_TEST(ev.type() == RDMA_CM_EVENT_DISCONNECTED);
+            co_await p.server->async_disconnect(use_awaitable);
+        }());
+        asio::steady_timer timer(ctx);
+        for (int i = 0; i < 500 && results.size() < 4; ++i) {
+            timer.expires_after(10ms);
+            co_await timer.async_wait(use_awaitable);
+        }
+        BOOST_REQUIRE(results.size() == 4u);
+        for (auto& ec : results) BOOST_TEST((ec == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), ec.message());
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(closing_aborts_outstanding_work, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        std::vector<std::byte> cbuf(4096);
+        memory_region cmr(p.client_qp->pd(), cbuf);
+        std::vector<error_code> results;
+        for (int i = 0; i < 4; ++i)
+            p.client_qp->async_receive(cmr, std::span(cbuf).subspan(static_cast<std::size_t>(i) * 256, 256),
+                                       [&](error_code ec, std::size_t) { results.push_back(ec); });
+        p.client->close(); // the id, its queue pair with it
+        asio::steady_timer timer(ctx);
+        timer.expires_after(50ms);
+        co_await timer.async_wait(use_awaitable);
+        BOOST_REQUIRE(results.size() == 4u);
+        for (auto& ec : results) BOOST_TEST((ec == asio::error::operation_aborted), ec.message());
+        auto [ec, n] = co_await p.client_qp->async_receive(cmr, cbuf, asio::as_tuple(use_awaitable));
+        BOOST_TEST((ec == errc::not_open), ec.message());
+    }());
+}
+
+namespace {
+
+// Streams `total` numbered messages from the client to the server, which acknowledges
+// each with a message of its own (iWARP has no receiver-not-ready retry: a message may
+// only go out when a receive waits for it). At most `window` messages are unacknowledged;
+// each side keeps twice that many receives posted and checks the order of what it gets.
+struct stream {
+    static constexpr std::size_t slot = 64;
+    connection_pair& p;
+    std::uint64_t total;
+    std::uint64_t window;
+    std::vector<std::byte> cbuf, sbuf;
+    std::optional<memory_region> cmr, smr;
+    std::uint64_t next_send = 0; // on the client's handler thread
+    std::atomic<std::uint64_t> sends_done{0}, received{0}, acked{0}, out_of_order{0}, errors{0};
+    std::mutex first_error_mutex;
+    std::string first_error;
+    std::function<void(std::uint64_t)> on_client_handler; // each client handler, with a sequence number
+
+    // Buffers: [0, 2w) receive slots and [2w, 4w) send slots, on each side.
+    stream(connection_pair& pair, std::uint64_t n, std::uint64_t w)
+        : p(pair), total(n), window(w), cbuf(4 * w * slot), sbuf(4 * w * slot) {
+        cmr.emplace(p.client_qp->pd(), cbuf);
+        smr.emplace(p.server_qp->pd(), sbuf);
+    }
+    void failed(const char* what, error_code ec) {
+        std::lock_guard lock(first_error_mutex);
+        if (errors++ == 0) first_error = std::string(what) + ": " + ec.message();
+    }
+    static std::span<std::byte> slot_of(std::vector<std::byte>& buf, std::uint64_t i) {
+        return std::span(buf).subspan(i * slot, slot);
+    }
+    static std::uint64_t number_in(std::span<const std::byte> b) {
+        std::uint64_t n;
+        std::memcpy(&n, b.data(), sizeof n);
+        return n;
+    }
+    // Posts `seq` from `side`'s send slot for it.
+    static void send_number(queue_pair& qp, memory_region& mr, std::vector<std::byte>& buf, std::uint64_t seq,
+                            std::uint64_t window, auto handler) {
+        auto b = slot_of(buf, 2 * window + seq % (2 * window)).first(sizeof seq);
+        std::memcpy(b.data(), &seq, sizeof seq);
+        qp.async_send(mr, b, std::move(handler));
+    }
+
+    void start_server() {
+        for (std::uint64_t i = 0; i < 2 * window; ++i) server_receive(i);
+    }
+    void start_client() {
+        for (std::uint64_t i = 0; i < 2 * window; ++i) client_receive(i);
+        for (std::uint64_t i = 0; i < window; ++i) send();
+    }
+    void server_receive(std::uint64_t i) {
+        p.server_qp->async_receive(*smr, slot_of(sbuf, i), [this, i](error_code ec, std::size_t n) {
+            if (ec || n != sizeof(std::uint64_t)) return failed("server receive", ec);
+            auto seq = number_in(slot_of(sbuf, i));
+            if (seq != received.load()) ++out_of_order;
+            ++received;
+            server_receive(i); // before the acknowledgement lets the next message go
+            send_number(*p.server_qp, *smr, sbuf, seq, window, [this](error_code e, std::size_t) {
+                if (e) failed("server send", e);
+            });
+        });
+    }
+    void client_receive(std::uint64_t i) {
+        p.client_qp->async_receive(*cmr, slot_of(cbuf, i), [this, i](error_code ec, std::size_t n) {
+            if (ec || n != sizeof(std::uint64_t)) return failed("client receive", ec);
+            auto seq = number_in(slot_of(cbuf, i));
+            if (seq != acked.load()) ++out_of_order;
+            ++acked;
+            if (on_client_handler) on_client_handler(seq);
+            client_receive(i);
+            send();
+        });
+    }
+    void send() {
+        if (next_send == total) return;
+        std::uint64_t seq = next_send++;
+        send_number(*p.client_qp, *cmr, cbuf, seq, window, [this, seq](error_code ec, std::size_t) {
+            if (ec) return failed("client send", ec);
+            ++sends_done;
+            if (on_client_handler) on_client_handler(seq);
+        });
+    }
+    bool done() const { return acked == total && sends_done == total; }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(ten_thousand_messages_in_order, channel_fixture) {
+    auto l = make_listener(*channel);
+    connection_pair p;
+    queue_pair_options o;
+    o.max_send_wr = 64;
+    o.max_recv_wr = 64;
+    run(ctx, connect_pair(l, *channel, p, o));
+    stream s(p, 10'000, 32);
+    s.start_server();
+    s.start_client();
+    BOOST_REQUIRE(run_until(ctx, [&] { return s.done() || s.errors > 0; }, 120s));
+    BOOST_TEST(s.errors == 0u, s.first_error);
+    BOOST_TEST(s.out_of_order == 0u);
+    BOOST_TEST(s.received == 10'000u);
+    BOOST_TEST(s.acked == 10'000u);
+}
+
+BOOST_AUTO_TEST_CASE(migration_in_the_middle_of_traffic) {
+    context_threads t(3); // 0: server, 1: client A, 2: client B
+    {
+        event_channel server_ch(t[0]), a(t[1]), b(t[2]);
+        auto l = make_listener(server_ch);
+        connection_pair p;
+        queue_pair_options o;
+        o.max_send_wr = 32;
+        o.max_recv_wr = 32;
+        // Server side on t[0], client side on t[1].
+        auto accepted = asio::co_spawn(t[0], accept_side(l, p, o), asio::use_future);
+        auto connected = asio::co_spawn(t[1], connect_side(a, l.local_endpoint().port(), p, o), asio::use_future);
+        BOOST_REQUIRE(ready_within(connected));
+        BOOST_REQUIRE(ready_within(accepted));
+        connected.get();
+        accepted.get();
+
+        stream s(p, 3'000, 16);
+        std::atomic<bool> moved{false}, started{false};
+        std::atomic<int> wrong_thread{0}, on_b{0};
+        std::promise<error_code> migrated;
+        s.on_client_handler = [&](std::uint64_t seq) {
+            auto here = std::this_thread::get_id();
+            if (moved && here != t.thread(2)) ++wrong_thread;
+            if (!moved && here != t.thread(1) && here != t.thread(2)) ++wrong_thread;
+            if (here == t.thread(2)) ++on_b;
+            if (seq >= 1'000 && !started.exchange(true)) // live, with sends and receives in flight
+                p.client->async_migrate(b, [&](error_code ec) {
+                    RDMACM_TEST_MT(std::this_thread::get_id() == t.thread(2));
+                    moved = true;
+                    migrated.set_value(ec);
+                });
+        };
+        // Start each side on its own thread.
+        std::promise<void> server_ready;
+        asio::post(t[0], [&] {
+            s.start_server();
+            server_ready.set_value();
+        });
+        server_ready.get_future().wait();
+        asio::post(t[1], [&] { s.start_client(); });
+        auto m = migrated.get_future();
+        BOOST_REQUIRE(ready_within(m, 60s));
+        BOOST_TEST(!m.get());
+        auto deadline = std::chrono::steady_clock::now() + 120s;
+        while (!s.done() && !s.errors && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(10ms);
+        BOOST_TEST(s.errors == 0u, s.first_error);
+        BOOST_TEST(s.out_of_order == 0u);
+        BOOST_TEST(s.received == s.total);
+        BOOST_TEST(s.acked == s.total);
+        BOOST_TEST(s.sends_done == s.total);
+        BOOST_TEST(wrong_thread == 0);
+        BOOST_TEST(on_b > 0);
+        BOOST_TEST((p.client_qp->get_executor() == b.get_executor()));
+        // Closed on their own threads.
+        std::promise<void> closed_a, closed_s;
+        asio::post(t[2], [&] { p.client_qp.reset(); p.client.reset(); closed_a.set_value(); });
+        asio::post(t[0], [&] { p.server_qp.reset(); p.server.reset(); closed_s.set_value(); });
+        closed_a.get_future().wait();
+        closed_s.get_future().wait();
+    }
+    t.stop(); // every context runs out of work: nothing of ours is left
+}
