@@ -41,7 +41,7 @@ private:
 
     void on_readable() override {
         if (auto owner = owner_.lock())
-            owner->poll();
+            owner->poll(this);
         else
             stop();
     }
@@ -83,9 +83,8 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res)));
     self->qp_ = cm->qp;
     id->attach(self); // from here the completion queue outlives the queue pair
-    auto reader = cq_reader::create(self->get_executor(), self->resources_, self);
-    std::lock_guard lock(self->mutex_);
-    self->reader_ = std::move(reader);
+    std::lock_guard lock(self->mutex_); // its first poll must find it in place
+    self->reader_ = cq_reader::create(self->executor_, self->resources_, self);
     return self;
 }
 
@@ -98,10 +97,13 @@ qp_impl::~qp_impl() {
 
 void qp_impl::post(const work_request& wr, handler h) {
     std::unique_lock lock(mutex_);
-    if (closed_) {
+    if (closed_ || broken_) {
+        // In error: the device would flush it; one may also take work on a queue pair the
+        // CM then resets and never complete it (siw), so it is flushed here.
         auto ex = executor_;
         lock.unlock();
-        refuse(ex, std::move(h), errc::not_open);
+        refuse(ex, std::move(h),
+               closed_ ? error_code(errc::not_open) : error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()));
         return;
     }
     const std::uint64_t wr_id = next_wr_id_++;
@@ -148,7 +150,7 @@ void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
 
 // Completion channel readable: take its events (acked in batches), then every completion
 // until the queue is empty, re-arm, and poll once more for what came before the re-arm.
-void qp_impl::poll() {
+void qp_impl::poll(const void* by) {
     auto& res = *resources_;
     std::lock_guard poll_lock(res.poll_mutex);
     ibv_cq* cq = nullptr;
@@ -168,7 +170,10 @@ void qp_impl::poll() {
                 auto it = outstanding_.find(wc[i].wr_id);
                 if (it == outstanding_.end()) continue; // aborted by close()
                 error_code ec;
-                if (wc[i].status != IBV_WC_SUCCESS) ec = error_code(wc[i].status, work_completion_category());
+                if (wc[i].status != IBV_WC_SUCCESS) {
+                    ec = error_code(wc[i].status, work_completion_category());
+                    broken_ = true; // a failed work request puts an RC queue pair in error
+                }
                 done.push_back({std::move(it->second), ec, wc[i].byte_len});
                 outstanding_.erase(it);
             }
@@ -177,12 +182,23 @@ void qp_impl::poll() {
         ibv_req_notify_cq(res.cq, 0);
         armed = true;
     }
-    if (done.empty()) return;
     std::unique_lock lock(mutex_);
-    if (moving_) {
-        for (auto& c : done) held_.push_back(std::move(c));
+    if (moving_ || by != reader_.get()) {
+        // Held while the id moves. A reader the completion channel has left hands over
+        // nothing itself (its posts could be overtaken by the new reader's inline ones):
+        // the current reader does, in order.
+        held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+        auto current = reader_;
+        bool flush = !moving_ && current && !done.empty();
+        lock.unlock();
+        if (flush) current->run_on_reader([self = shared_from_this(), r = current.get()] { self->poll(r); });
         return;
     }
+    if (!held_.empty()) { // older than these
+        held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+        done = std::exchange(held_, {});
+    }
+    if (done.empty()) return;
     auto ex = executor_;
     lock.unlock();
     hand_over(done, ex);
@@ -236,6 +252,10 @@ void qp_impl::end_move(const executor_type& ex) {
 }
 
 void qp_impl::connection_lost() noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        broken_ = true;
+    }
     // To the error state, as librdmacm's rdma_disconnect does: the device flushes every
     // work request (each completes with IBV_WC_WR_FLUSH_ERR), none waits for the peer.
     ibv_qp_attr attr{};

@@ -85,7 +85,7 @@ private:
     };
 
     qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res);
-    void poll(); // on a reader's strand
+    void poll(const void* by); // on the strand of reader `by`
     void hand_over(std::vector<completion>& done, const executor_type& ex);
 
     std::shared_ptr<cq_resources> resources_;
@@ -97,6 +97,7 @@ private:
     std::uint64_t next_wr_id_ = 1;
     bool closed_ = false;
     bool moving_ = false;
+    bool broken_ = false; // in error (a work request failed, or the connection is gone)
     std::vector<completion> held_; // while moving
 };
 
