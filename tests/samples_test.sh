@@ -1,6 +1,8 @@
 #!/bin/bash
-# The co_await samples on the test device: a client gets the server's greeting, the
-# server sees it disconnect, and SIGINT stops the server cleanly. Bounded in time.
+# The samples on the test device, as a user runs them: the co_await CM server and client
+# (greeting, disconnect, SIGINT stops the server cleanly), the live migration demo, the
+# echo client and server over send/receive, and rdma-core's ucmatose and cmtime clients
+# against our cmatose_server. Bounded in time.
 set -euo pipefail
 samples=$1
 addr_var=RDMACM_ADDR_${RDMACM_TEST_DEVICE:?run through ctest}
@@ -31,3 +33,37 @@ grep -q '^\[thread B\] client: migrated' <<<"$migrate"
 grep -q '^\[thread B\] client: RDMA_CM_EVENT_DISCONNECTED' <<<"$migrate"
 grep -q '^\[thread B\] client: disconnected' <<<"$migrate"
 grep -q '^\[thread M\] done' <<<"$migrate"
+
+# Starts "$@" (a server printing "listening on ADDRESS:PORT") in the background, its
+# output in $out, and sets $port and $server.
+start_server() {
+    timeout 60 "$@" >"$out" 2>&1 & server=$!
+    for _ in $(seq 50); do grep -q listening "$out" && break; sleep 0.1; done
+    port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$out")
+    [ -n "$port" ] || { cat "$out"; echo "server did not start"; exit 1; }
+}
+stop_server() {
+    sleep 0.2
+    kill -INT $server
+    wait $server
+    cat "$out"
+    grep -q 'stopped cleanly' "$out"
+}
+
+# The echo sample: every message comes back intact over send/receive.
+start_server "$samples/echo_server" "$addr" 0
+echo_out=$(timeout 30 "$samples/echo_client" "$addr" "$port" 200 256)
+echo "$echo_out"
+grep -q '200 echoes of 256 bytes, all correct' <<<"$echo_out"
+stop_server
+grep -q 'closed after 200 messages' "$out"
+
+# Interoperability: rdma-core's own clients against our server.
+start_server "$samples/cmatose_server" "$addr" 0 10 100
+timeout 30 ucmatose -s "$addr" -p "$port" -C 10 -S 100 -c 2
+stop_server
+[ "$(grep -c 'sent 10, received 10' "$out")" = 2 ]
+start_server "$samples/cmatose_server" "$addr" 0 0
+timeout 30 cmtime -s "$addr" -p "$port" -c 10
+stop_server
+[ "$(grep -c 'sent 0, received 0' "$out")" = 10 ]

@@ -1,0 +1,94 @@
+// cmatose_server ADDRESS PORT [COUNT] [SIZE]: the server side of rdma-core's `ucmatose`
+// test, written with co_await, so that rdma-core's own clients can use it:
+//   ucmatose -s ADDRESS -p PORT -C COUNT -S SIZE   (COUNT messages each way)
+//   cmtime -s ADDRESS -p PORT -c N                 (run this with COUNT 0)
+// Per connection: COUNT receives posted, accept, COUNT messages of SIZE bytes sent, the
+// client's COUNT replies received, disconnect (with COUNT 0: the client's disconnect
+// answered). Stops on SIGINT or SIGTERM.
+#include "receive_queue.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <iostream>
+#include <set>
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+
+namespace {
+
+std::set<rdmacm::cm_id*> live; // to close at shutdown
+
+awaitable<void> serve(rdmacm::cm_id conn, int n, std::uint32_t count, std::size_t size) {
+    live.insert(&conn);
+    try {
+        const std::uint32_t depth = std::max<std::uint32_t>(count, 1);
+        rdmacm::queue_pair qp(conn, {.max_send_wr = depth, .max_recv_wr = depth});
+        receive_queue replies(qp, depth, size); // posted before the accept
+        std::vector<std::byte> out(size, std::byte{0x5a});
+        rdmacm::memory_region out_mr(qp.pd(), out);
+        co_await conn.async_accept({}, use_awaitable);
+        for (std::uint32_t i = 0; i < count; ++i) co_await qp.async_send(out_mr, out, use_awaitable);
+        std::uint32_t received = 0;
+        while (received < count) {
+            auto [ec, length, slot] = co_await replies.async_next(asio::as_tuple(use_awaitable));
+            if (ec) throw boost::system::system_error(ec, "receive");
+            ++received;
+        }
+        std::cout << "server: connection " << n << ": sent " << count << ", received " << received << std::endl;
+        if (count == 0) { // cmtime: the client disconnects when it is done
+            for (;;) {
+                auto ev = co_await conn.async_next_event(use_awaitable);
+                if (ev.type() == RDMA_CM_EVENT_DISCONNECTED) break;
+            }
+        } // ucmatose: the server disconnects once the replies are in
+        co_await conn.async_disconnect(use_awaitable);
+    } catch (const boost::system::system_error& e) {
+        std::cout << "server: connection " << n << ": " << e.what() << std::endl;
+    }
+    live.erase(&conn);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3 || argc > 5) {
+        std::cerr << "usage: cmatose_server ADDRESS PORT [COUNT] [SIZE]\n";
+        return 2;
+    }
+    const auto count = static_cast<std::uint32_t>(argc > 3 ? std::stoul(argv[3]) : 10);
+    const std::size_t size = argc > 4 ? std::stoul(argv[4]) : 100;
+    try {
+        asio::io_context ctx;
+        auto channel = std::make_unique<rdmacm::event_channel>(ctx);
+        rdmacm::listener l(*channel);
+        l.bind({asio::ip::make_address(argv[1]), static_cast<unsigned short>(std::stoi(argv[2]))});
+        l.listen(1024);
+        std::cout << "server: listening on " << l.local_endpoint() << std::endl;
+        asio::signal_set signals(ctx, SIGINT, SIGTERM);
+        signals.async_wait([&](boost::system::error_code, int) {
+            l.close();
+            for (auto* c : live) c->close();
+            channel.reset();
+        });
+        asio::co_spawn(ctx, [&]() -> awaitable<void> {
+            for (int n = 1;; ++n) {
+                auto [ec, request] = co_await l.async_accept(asio::as_tuple(use_awaitable));
+                if (ec) co_return;
+                asio::co_spawn(ctx, serve(std::move(request.id), n, count, size), asio::detached);
+            }
+        }, asio::detached);
+        ctx.run();
+        std::cout << "server: stopped cleanly" << std::endl;
+    } catch (const std::exception& e) {
+        std::cerr << "server: " << e.what() << std::endl;
+        return 1;
+    }
+}
