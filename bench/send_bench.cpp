@@ -5,21 +5,24 @@
 //              ib_send_lat reports as t_typical), median and p99;
 //   msg rate — SIZE-byte messages streamed, up to 2*WINDOW in flight, the receiver
 //              returning a credit every WINDOW messages (iWARP has no RNR retry).
+// Completions go straight to callbacks, as perftest polls straight from its loop.
 // Server and client each run their own io_context on a thread of their own. Prints one
 // line: "latency_us <p50> <p99> msg_rate_mps <rate>".
-#include "receive_queue.hpp"
+#include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -38,23 +41,49 @@ struct settings {
     std::uint32_t window;
 };
 
+// One end's queue pair and registered buffers: `slots` receive slots and a send buffer.
+// Receives complete straight into callbacks (no queue between), the way an application
+// that wants its latency would write them.
+struct end {
+    rdmacm::queue_pair qp;
+    std::size_t size;
+    std::vector<std::byte> buffer;
+    rdmacm::memory_region mr;
+
+    end(rdmacm::cm_id& id, std::uint32_t slots, std::size_t message_size)
+        : qp(id, {.max_send_wr = 2 * slots, .max_recv_wr = slots}), size(message_size),
+          buffer((slots + 1) * message_size), mr(qp.pd(), buffer) {}
+    std::span<std::byte> slot(std::size_t i) { return std::span(buffer).subspan(i * size, size); }
+    std::span<std::byte> out() { return std::span(buffer).last(size); }
+    // Posts a receive into slot `i`; `on_message(i)` runs when it completes.
+    template <typename F>
+    void receive(std::size_t i, F on_message) {
+        qp.async_receive(mr, slot(i), [this, i, on_message](rdmacm::error_code ec, std::size_t) {
+            if (!ec) on_message(i); // else the connection went: the run is over
+        });
+    }
+    void send() {
+        qp.async_send(mr, out(), [](rdmacm::error_code ec, std::size_t) {
+            if (ec && ec != boost::asio::error::operation_aborted) throw boost::system::system_error(ec, "send");
+        });
+    }
+};
+
 // Echoes pings; answers every `window` data messages with a credit.
 awaitable<void> server(rdmacm::listener& l, settings s) {
     auto req = co_await l.async_accept(use_awaitable);
     rdmacm::cm_id id = std::move(req.id);
-    rdmacm::queue_pair qp(id, {.max_send_wr = 4 * s.window, .max_recv_wr = 2 * s.window});
-    receive_queue received(qp, 2 * s.window, s.size);
-    std::vector<std::byte> out(s.size);
-    rdmacm::memory_region out_mr(qp.pd(), out);
-    co_await id.async_accept({}, use_awaitable);
+    end e(id, 2 * s.window, s.size);
     std::uint64_t data_messages = 0;
-    for (;;) {
-        auto [ec, n, slot] = co_await received.async_next(asio::as_tuple(use_awaitable));
-        if (ec) break; // the client has gone
-        auto kind = static_cast<unsigned char>(received.slot(slot)[0]);
-        received.post(slot);
-        if (kind == ping || ++data_messages % s.window == 0)
-            qp.async_send(out_mr, out, [](rdmacm::error_code, std::size_t) {});
+    std::function<void(std::size_t)> on_message = [&](std::size_t i) {
+        auto kind = static_cast<unsigned char>(e.slot(i)[0]);
+        e.receive(i, on_message);
+        if (kind == ping || ++data_messages % s.window == 0) e.send();
+    };
+    for (std::size_t i = 0; i < 2 * s.window; ++i) e.receive(i, on_message); // before the accept
+    co_await id.async_accept({}, use_awaitable);
+    // Until the client disconnects.
+    while ((co_await id.async_next_event(use_awaitable)).type() != RDMA_CM_EVENT_DISCONNECTED) {
     }
     co_await id.async_disconnect(asio::as_tuple(use_awaitable));
 }
@@ -64,49 +93,55 @@ struct result {
 };
 
 awaitable<result> client(rdmacm::endpoint server, settings s) {
-    rdmacm::event_channel channel(co_await asio::this_coro::executor);
+    auto ex = co_await asio::this_coro::executor;
+    rdmacm::event_channel channel(ex);
     rdmacm::cm_id id(channel);
     co_await id.async_resolve_address(server, 2s, use_awaitable);
     co_await id.async_resolve_route(2s, use_awaitable);
-    rdmacm::queue_pair qp(id, {.max_send_wr = 4 * s.window, .max_recv_wr = 2 * s.window});
-    receive_queue received(qp, 2 * s.window, s.size);
-    std::vector<std::byte> out(s.size);
-    rdmacm::memory_region out_mr(qp.pd(), out);
+    end e(id, 2 * s.window, s.size);
+    // Completions drive the runs; the coroutine waits for each run's end on a timer.
+    asio::steady_timer done(ex, clock_type::time_point::max());
+    std::function<void(std::size_t)> on_message;
+    for (std::size_t i = 0; i < 2 * s.window; ++i) e.receive(i, [&](std::size_t j) { on_message(j); });
     co_await id.async_connect({}, use_awaitable);
-    auto ignore = [](rdmacm::error_code ec, std::size_t) {
-        if (ec) throw boost::system::system_error(ec, "send");
-    };
 
-    // Latency: one message out, its echo back.
-    out[0] = std::byte{ping};
+    // Latency: one message out, its echo back, the next one out.
     std::vector<double> half_rtt;
-    for (int i = 0; i < s.iterations; ++i) {
-        auto start = clock_type::now();
-        qp.async_send(out_mr, out, ignore);
-        auto [ec, n, slot] = co_await received.async_next(asio::as_tuple(use_awaitable));
-        if (ec) throw boost::system::system_error(ec, "receive");
+    auto start = clock_type::now();
+    on_message = [&](std::size_t i) {
         half_rtt.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - start).count() / 2);
-        received.post(slot);
-    }
+        e.receive(i, [&](std::size_t j) { on_message(j); });
+        if (half_rtt.size() == static_cast<std::size_t>(s.iterations)) return void(done.cancel());
+        start = clock_type::now();
+        e.send();
+    };
+    e.out()[0] = std::byte{ping};
+    e.send();
+    co_await done.async_wait(asio::as_tuple(use_awaitable));
     std::sort(half_rtt.begin(), half_rtt.end());
 
     // Message rate: as many in flight as the server has receives posted.
-    out[0] = std::byte{data};
-    const int total = s.iterations * static_cast<int>(s.window);
-    int sent = 0, credited = 0;
+    e.out()[0] = std::byte{data};
+    const std::uint64_t total = static_cast<std::uint64_t>(s.iterations) * s.window;
+    std::uint64_t sent = 0, credited = 0;
     std::int64_t credits = 2 * s.window;
-    auto start = clock_type::now();
-    while (credited < total) {
-        for (; credits > 0 && sent < total; --credits, ++sent) qp.async_send(out_mr, out, ignore);
-        auto [ec, n, slot] = co_await received.async_next(asio::as_tuple(use_awaitable));
-        if (ec) throw boost::system::system_error(ec, "receive");
-        received.post(slot);
+    auto pump = [&] {
+        for (; credits > 0 && sent < total; --credits, ++sent) e.send();
+    };
+    on_message = [&](std::size_t i) {
+        e.receive(i, [&](std::size_t j) { on_message(j); });
         credits += s.window;
-        credited += static_cast<int>(s.window);
-    }
+        credited += s.window;
+        if (credited >= total) return void(done.cancel());
+        pump();
+    };
+    start = clock_type::now();
+    pump();
+    co_await done.async_wait(asio::as_tuple(use_awaitable));
     double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
     co_await id.async_disconnect(use_awaitable);
-    co_return result{half_rtt[half_rtt.size() / 2], half_rtt[half_rtt.size() * 99 / 100], total / seconds};
+    co_return result{half_rtt[half_rtt.size() / 2], half_rtt[half_rtt.size() * 99 / 100],
+                     static_cast<double>(total) / seconds};
 }
 
 } // namespace

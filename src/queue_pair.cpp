@@ -148,14 +148,16 @@ void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
     boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::size_t{0}));
 }
 
-// Completion channel readable: take its events (acked in batches), then every completion
+// Completion channel readable: take its event (acked in batches), then every completion
 // until the queue is empty, re-arm, and poll once more for what came before the re-arm.
 void qp_impl::poll(const void* by) {
     auto& res = *resources_;
     std::lock_guard poll_lock(res.poll_mutex);
     ibv_cq* cq = nullptr;
     void* context = nullptr;
-    while (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
+    // At most one event is queued: the queue is armed once per poll, after this read (an
+    // edge-triggered wait still fires for the next one: it comes after the read).
+    if (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
     if (res.unacked >= ack_batch) {
         ibv_ack_cq_events(res.cq, res.unacked);
         res.unacked = 0;
