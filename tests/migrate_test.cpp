@@ -189,6 +189,51 @@ BOOST_AUTO_TEST_CASE(connection_request_moves_before_accept) {
     t.stop();
 }
 
+// Accepted, not yet established: the ESTABLISHED may be queued in the kernel, read and
+// held, or still to come — it completes the accept once, on the shard's thread.
+BOOST_AUTO_TEST_CASE(accepted_id_moves_before_established) {
+    context_threads t(2); // 0: listener, 1: the shard
+    for (int round = 0; round < 8; ++round) {
+        event_channel listen_ch(t[0]), shard(t[1]);
+        auto l = make_listener(listen_ch);
+        std::promise<std::pair<thread_id, error_code>> accepted;
+        std::promise<error_code> migrated;
+        std::optional<cm_id> conn;
+        l.async_accept([&](error_code ec, connection_request req) {
+            RDMACM_TEST_MT(!ec);
+            conn.emplace(std::move(req.id));
+            auto attr = rc_qp_attr();
+            conn->create_qp(attr);
+            conn->async_accept(conn_params{}, [&](error_code aec, cm_event ev) {
+                RDMACM_TEST_MT(aec || ev.type() == RDMA_CM_EVENT_ESTABLISHED);
+                accepted.set_value({std::this_thread::get_id(), aec});
+            });
+            conn->async_migrate(shard, [&](error_code mec) { migrated.set_value(mec); });
+        });
+        cm_id client(listen_ch);
+        auto f = asio::co_spawn(t[0], async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(),
+                                                    use_awaitable),
+                                asio::use_future);
+        auto a = accepted.get_future();
+        auto m = migrated.get_future();
+        BOOST_REQUIRE(ready_within(m));
+        BOOST_TEST(!m.get());
+        BOOST_REQUIRE(ready_within(a));
+        auto [thread, ec] = a.get();
+        BOOST_TEST(!ec, ec.message());
+        BOOST_TEST((thread == t.thread(1)));
+        BOOST_REQUIRE(ready_within(f));
+        // Closed on the threads their handlers run on.
+        std::promise<void> closed;
+        asio::post(t[1], [&] {
+            conn.reset();
+            closed.set_value();
+        });
+        closed.get_future().wait();
+    }
+    t.stop();
+}
+
 BOOST_AUTO_TEST_CASE(between_strands_of_one_context) {
     asio::io_context ctx;
     auto s1 = asio::make_strand(ctx), s2 = asio::make_strand(ctx);
