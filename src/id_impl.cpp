@@ -170,6 +170,7 @@ void id_impl::close() noexcept {
     {
         std::lock_guard lock(mutex_);
         if (machine_.closed()) return;
+        connecting_at_close_ = machine_.pending(op_kind::establish); // (closing clears it)
         machine_.close();
         unanswered.swap(requests_);
         events_.clear();
@@ -211,16 +212,29 @@ void id_impl::submit_destroy() {
 void id_impl::destroy() noexcept {
     if (!id_) return;
     if (pending_request_) rdma_reject(id_, nullptr, 0);
-    // The id goes before its queue pair: with a connect in flight, siw blocks QP
-    // destruction (and rdma_disconnect) for its 10 s MPA time-out, while destroying the id
-    // returns at once and takes the connection attempt with it. So we take over what
-    // rdma_destroy_qp would free: the QP and the CQs and channels librdmacm made for it.
+    bool connecting;
+    {
+        std::lock_guard lock(mutex_);
+        connecting = connecting_at_close_ || machine_.pending(op_kind::establish);
+    }
+    if (!connecting) {
+        // The usual order: the queue pair (and the CQs librdmacm made for it), then the id,
+        // whose destruction may release librdmacm's protection domain of the device.
+        if (id_->qp) rdma_destroy_qp(id_);
+        // Never waits for acks: every event read for this id was acked when it was read.
+        rdma_destroy_id(std::exchange(id_, nullptr));
+        return;
+    }
+    // A connect or accept in flight: siw blocks QP destruction (and rdma_disconnect) for its
+    // 10 s MPA time-out, while destroying the id returns at once and takes the connection
+    // attempt with it. So the id goes first, and we free what rdma_destroy_qp would: the QP
+    // and the CQs and channels librdmacm made for it. (librdmacm may then fail to free the
+    // device's protection domain, still used by the QP: a few bytes, once per device.)
     ibv_qp* qp = std::exchange(id_->qp, nullptr);
     ibv_cq* send_cq = std::exchange(id_->send_cq, nullptr);
     ibv_cq* recv_cq = std::exchange(id_->recv_cq, nullptr);
     ibv_comp_channel* send_channel = std::exchange(id_->send_cq_channel, nullptr);
     ibv_comp_channel* recv_channel = std::exchange(id_->recv_cq_channel, nullptr);
-    // Never waits for acks: every event read for this id was acked when it was read.
     rdma_destroy_id(std::exchange(id_, nullptr));
     if (qp) ibv_destroy_qp(qp);
     if (recv_cq) ibv_destroy_cq(recv_cq);

@@ -185,6 +185,7 @@ private:
     std::condition_variable call_done_; // either of those two ended
     bool listening_ = false;
     bool synchronous_ = false; // on librdmacm's private channel: channel_ is null
+    bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()
     std::shared_ptr<data_path> data_path_;
 };
 

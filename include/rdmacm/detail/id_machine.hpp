@@ -49,10 +49,12 @@ public:
     // has its CM event to come (both operation_in_progress).
     error_code start(op_kind kind) noexcept;
     bool outstanding(op_kind kind) const noexcept { return slot(kind) == state::outstanding; }
-    // An operation is outstanding, or a cancelled one still has its event to come.
+    // An operation of `kind` is outstanding, or a cancelled one still has its event to come.
+    bool pending(op_kind kind) const noexcept { return slot(kind) != state::idle; }
+    // pending() for any kind.
     bool busy() const noexcept {
-        for (auto s : slots_)
-            if (s != state::idle) return true;
+        for (std::size_t k = 0; k < op_kind_count; ++k)
+            if (pending(static_cast<op_kind>(k))) return true;
         return false;
     }
     std::uint32_t generation(op_kind kind) const noexcept { return generation_[index(kind)]; }
