@@ -4,7 +4,8 @@
 // CONNECTIONS connections are set up through channel A (one io_context, this thread).
 // Then, ROUNDS times, every id moves A -> B -> A: by raw rdma_migrate_id calls on the ids'
 // native handles, and by async_migrate (the handler runs, the id's events and operations
-// are re-attached), each started by the previous one's handler. Prints migrations/s and p50/p99 latency for both, and ours/raw.
+// are re-attached), each started by the previous one's handler. Prints migrations/s and p50/p99 latency for both, and
+// ours/raw.
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -69,15 +70,18 @@ int main(int argc, char** argv) {
         servers.reserve(static_cast<std::size_t>(connections));
         clients.reserve(static_cast<std::size_t>(connections));
         int established = 0;
-        asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-            for (int i = 0; i < connections; ++i) {
-                auto req = co_await l.async_accept(asio::use_awaitable);
-                auto attr = rdmacm::rc_qp_init_attr();
-                req.id.create_qp(attr);
-                co_await req.id.async_accept({}, asio::use_awaitable);
-                servers.push_back(std::move(req.id));
-            }
-        }, asio::detached);
+        asio::co_spawn(
+            ctx,
+            [&]() -> asio::awaitable<void> {
+                for (int i = 0; i < connections; ++i) {
+                    auto req = co_await l.async_accept(asio::use_awaitable);
+                    auto attr = rdmacm::rc_qp_init_attr();
+                    req.id.create_qp(attr);
+                    co_await req.id.async_accept({}, asio::use_awaitable);
+                    servers.push_back(std::move(req.id));
+                }
+            },
+            asio::detached);
         for (int i = 0; i < connections; ++i) {
             auto& c = clients.emplace_back(a);
             rdmacm::connect_options o;

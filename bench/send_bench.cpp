@@ -83,8 +83,7 @@ awaitable<void> server(rdmacm::listener& l, settings s) {
     for (std::size_t i = 0; i < 2 * s.window; ++i) e.receive(i, on_message); // before the accept
     co_await id.async_accept({}, use_awaitable);
     // Until the client disconnects.
-    while ((co_await id.async_next_event(use_awaitable)).type() != RDMA_CM_EVENT_DISCONNECTED) {
-    }
+    while ((co_await id.async_next_event(use_awaitable)).type() != RDMA_CM_EVENT_DISCONNECTED) {}
     co_await id.async_disconnect(asio::as_tuple(use_awaitable));
 }
 

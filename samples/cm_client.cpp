@@ -34,8 +34,8 @@ awaitable<void> client(rdmacm::event_channel& channel, rdmacm::endpoint server, 
     options.qp = rdmacm::rc_qp_init_attr();
 
     asio::steady_timer timeout(co_await asio::this_coro::executor, 5s);
-    auto result = co_await (rdmacm::async_connect(id, server, options, use_awaitable) ||
-                            timeout.async_wait(use_awaitable));
+    auto result =
+        co_await (rdmacm::async_connect(id, server, options, use_awaitable) || timeout.async_wait(use_awaitable));
     if (result.index() == 1) {
         std::cout << "client: no connection within 5 s" << std::endl;
         co_return; // the connect was cancelled; closing the id cleans up

@@ -78,13 +78,16 @@ int main(int argc, char** argv) {
             for (auto* c : live) c->close();
             channel.reset();
         });
-        asio::co_spawn(ctx, [&]() -> awaitable<void> {
-            for (int n = 1;; ++n) {
-                auto [ec, request] = co_await l.async_accept(asio::as_tuple(use_awaitable));
-                if (ec) co_return;
-                asio::co_spawn(ctx, serve(std::move(request.id), n, count, size), asio::detached);
-            }
-        }, asio::detached);
+        asio::co_spawn(
+            ctx,
+            [&]() -> awaitable<void> {
+                for (int n = 1;; ++n) {
+                    auto [ec, request] = co_await l.async_accept(asio::as_tuple(use_awaitable));
+                    if (ec) co_return;
+                    asio::co_spawn(ctx, serve(std::move(request.id), n, count, size), asio::detached);
+                }
+            },
+            asio::detached);
         ctx.run();
         std::cout << "server: stopped cleanly" << std::endl;
     } catch (const std::exception& e) {

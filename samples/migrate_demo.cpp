@@ -81,28 +81,29 @@ int main(int argc, char** argv) {
         options.qp = rdmacm::rc_qp_init_attr();
         rdmacm::async_connect(client, {asio::ip::make_address(argv[1]), l.local_endpoint().port()}, options,
                               [&](error_code ec, rdmacm::cm_event ev) {
-            check(ec, "connect");
-            say(std::string("client: ") + rdmacm::to_string(ev.type()));
-            // Wait for whatever comes next; it will come on B.
-            client.async_next_event([&](error_code nec, rdmacm::cm_event next) {
-                check(nec, "next event");
-                say(std::string("client: ") + rdmacm::to_string(next.type()) + " (peer disconnected)");
-                client.async_disconnect([&](error_code dec) {
-                    check(dec, "disconnect");
-                    say("client: disconnected");
-                    finished.set_value();
-                });
-            });
-            say("client: migrating the live connection to B");
-            client.async_migrate(channel_b, [&](error_code mec) {
-                check(mec, "migrate");
-                say("client: migrated; now the server disconnects");
-                asio::post(s, [&] {
-                    say("server: disconnecting");
-                    server->async_disconnect([](error_code) { say("server: disconnected"); });
-                });
-            });
-        });
+                                  check(ec, "connect");
+                                  say(std::string("client: ") + rdmacm::to_string(ev.type()));
+                                  // Wait for whatever comes next; it will come on B.
+                                  client.async_next_event([&](error_code nec, rdmacm::cm_event next) {
+                                      check(nec, "next event");
+                                      say(std::string("client: ") + rdmacm::to_string(next.type()) +
+                                          " (peer disconnected)");
+                                      client.async_disconnect([&](error_code dec) {
+                                          check(dec, "disconnect");
+                                          say("client: disconnected");
+                                          finished.set_value();
+                                      });
+                                  });
+                                  say("client: migrating the live connection to B");
+                                  client.async_migrate(channel_b, [&](error_code mec) {
+                                      check(mec, "migrate");
+                                      say("client: migrated; now the server disconnects");
+                                      asio::post(s, [&] {
+                                          say("server: disconnecting");
+                                          server->async_disconnect([](error_code) { say("server: disconnected"); });
+                                      });
+                                  });
+                              });
         if (finished.get_future().wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
             std::cerr << "migrate_demo: timed out\n";
             return 1;

@@ -30,9 +30,8 @@ public:
     void post(std::size_t i) {
         // The channel outlives this object in the handler: receives still posted when the
         // connection goes complete after it (aborted or flushed).
-        qp_.async_receive(mr_, slot(i), [c = completions_, i](rdmacm::error_code ec, std::size_t n) {
-            c->try_send(ec, n, i);
-        });
+        qp_.async_receive(mr_, slot(i),
+                          [c = completions_, i](rdmacm::error_code ec, std::size_t n) { c->try_send(ec, n, i); });
     }
 
 private:

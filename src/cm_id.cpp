@@ -13,7 +13,9 @@ namespace detail {
 endpoint to_endpoint(const sockaddr* sa) noexcept {
     endpoint ep;
     if (!sa) return ep;
-    std::size_t len = sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
+    std::size_t len = sa->sa_family == AF_INET    ? sizeof(sockaddr_in)
+                      : sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                  : 0;
     if (len == 0) return ep;
     std::memcpy(ep.data(), sa, len);
     return ep;

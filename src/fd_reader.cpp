@@ -46,7 +46,8 @@ fd_reader::fd_reader(const executor_type& ex, int fd) : executor_(ex), strand_(e
 
 void fd_reader::start() {
     // After the descriptor exists, so the service shuts down before the reactor does.
-    auto& service = boost::asio::use_service<context_service>(boost::asio::query(executor_, boost::asio::execution::context));
+    auto& service =
+        boost::asio::use_service<context_service>(boost::asio::query(executor_, boost::asio::execution::context));
     context_ = service.state();
     {
         std::lock_guard lock(context_->mutex);
@@ -89,11 +90,11 @@ bool fd_reader::on_reader_thread() {
 void fd_reader::wait() {
     if (stopped_ || !descriptor_) return;
     descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
-                           [self = shared_from_this()](boost::system::error_code ec) {
-                               if (ec || self->stopped_) return; // released: going away
-                               self->on_readable();
-                               self->wait();
-                           });
+                            [self = shared_from_this()](boost::system::error_code ec) {
+                                if (ec || self->stopped_) return; // released: going away
+                                self->on_readable();
+                                self->wait();
+                            });
 }
 
 void fd_reader::stop() noexcept {

@@ -24,8 +24,7 @@ struct id_impl::canceller {
         // Operations with CM work in the kernel can only be abandoned: terminal. Waiting
         // for an event or a request is cleanly undone: any type.
         bool clean = kind == op_kind::next_event || kind == op_kind::request;
-        if (!clean && (type & boost::asio::cancellation_type::terminal) == boost::asio::cancellation_type::none)
-            return;
+        if (!clean && (type & boost::asio::cancellation_type::terminal) == boost::asio::cancellation_type::none) return;
         if (auto p = impl.lock()) p->cancel_one(kind, generation);
     }
 };
@@ -107,7 +106,8 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
         [&](auto& h) {
             if constexpr (!std::is_same_v<std::decay_t<decltype(h)>, std::monostate>) {
                 auto slot = boost::asio::get_associated_cancellation_slot(h);
-                if (slot.is_connected()) slot.template emplace<canceller>(canceller{weak_from_this(), kind, generation});
+                if (slot.is_connected())
+                    slot.template emplace<canceller>(canceller{weak_from_this(), kind, generation});
             }
         },
         handler);
@@ -147,7 +147,8 @@ void id_impl::cancel() noexcept {
     std::vector<completion> aborted;
     {
         std::lock_guard lock(mutex_);
-        for (auto& d : deferred_) aborted.push_back({std::move(d.handler), boost::asio::error::operation_aborted, {}, {}});
+        for (auto& d : deferred_)
+            aborted.push_back({std::move(d.handler), boost::asio::error::operation_aborted, {}, {}});
         deferred_.clear();
         for (std::size_t k = 0; k < op_kind_count; ++k) {
             if (handlers_[k].index() == 0 || !machine_.cancel(static_cast<op_kind>(k))) continue;
@@ -203,7 +204,7 @@ void id_impl::submit_destroy() {
         }
         data.reset();
         self.reset();
-        if (!channel) return; // synchronous: librdmacm's private channel went with the id
+        if (!channel) return;       // synchronous: librdmacm's private channel went with the id
         channel->routing_barrier(); // the reader holds no event of ours any more
         channel->remove_owner();
     });
@@ -316,7 +317,7 @@ void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec
 }
 
 void id_impl::complete(const executor_type& ex, completion c, how mode) {
-    auto deliver = [&](auto&& bound) {
+    auto deliver = [&](auto bound) {
         if (mode == how::dispatch) {
             // Straight onto the handler's own executor: inline if the reader already runs
             // there, without a second executor hop.
@@ -332,9 +333,9 @@ void id_impl::complete(const executor_type& ex, completion c, how mode) {
             if constexpr (std::is_same_v<H, void_handler>) {
                 deliver(boost::asio::append(std::move(h), c.ec));
             } else if constexpr (std::is_same_v<H, event_handler>) {
-                deliver(boost::asio::append(std::move(h), c.ec, std::move(c.event)));
+                deliver(boost::asio::append(std::move(h), c.ec, c.event));
             } else if constexpr (std::is_same_v<H, request_handler>) {
-                connection_request r{cm_id(std::move(c.new_id)), std::move(c.event)};
+                connection_request r{cm_id(std::move(c.new_id)), c.event};
                 deliver(boost::asio::append(std::move(h), c.ec, std::move(r)));
             }
         },

@@ -21,9 +21,7 @@ bool answers(rdma_cm_event_type type, op_kind& kind) noexcept {
 }
 
 // Operations whose CM work goes on in the kernel after we stop waiting for it.
-bool has_kernel_event(op_kind k) noexcept {
-    return k != op_kind::next_event && k != op_kind::request;
-}
+bool has_kernel_event(op_kind k) noexcept { return k != op_kind::next_event && k != op_kind::request; }
 
 } // namespace
 
@@ -73,8 +71,7 @@ id_machine::decision id_machine::on_event(rdma_cm_event_type type) noexcept {
     }
     // next_event and request deliver whatever came: the event's type tells what it was.
     bool delivers = kind == op_kind::next_event || kind == op_kind::request;
-    decision d{action::queue, kind, delivers ? error_code{} : event_result(type),
-               type == RDMA_CM_EVENT_DEVICE_REMOVAL};
+    decision d{action::queue, kind, delivers ? error_code{} : event_result(type), type == RDMA_CM_EVENT_DEVICE_REMOVAL};
     switch (slot(kind)) {
     case state::outstanding: d.what = action::complete; break;
     case state::abandoned:

@@ -14,8 +14,8 @@ namespace rdmacm {
 namespace detail {
 namespace {
 
-constexpr unsigned ack_batch = 64;    // CQ events acknowledged at once (each ack takes a lock)
-constexpr int poll_batch = 16;        // work completions taken per ibv_poll_cq
+constexpr unsigned ack_batch = 64; // CQ events acknowledged at once (each ack takes a lock)
+constexpr int poll_batch = 16;     // work completions taken per ibv_poll_cq
 
 bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type& b) {
     return &boost::asio::query(a, boost::asio::execution::context) ==
@@ -64,10 +64,11 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     auto res = std::make_shared<cq_resources>();
     res->channel = ibv_create_comp_channel(cm->verbs);
     if (!res->channel) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_comp_channel"));
-    res->cq = ibv_create_cq(cm->verbs, static_cast<int>(options.max_send_wr + options.max_recv_wr), nullptr,
-                            res->channel, 0);
+    res->cq =
+        ibv_create_cq(cm->verbs, static_cast<int>(options.max_send_wr + options.max_recv_wr), nullptr, res->channel, 0);
     if (!res->cq) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_cq"));
-    if (int e = ibv_req_notify_cq(res->cq, 0)) throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_req_notify_cq", e));
+    if (int e = ibv_req_notify_cq(res->cq, 0))
+        throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_req_notify_cq", e));
 
     ibv_qp_init_attr attr{};
     attr.qp_type = IBV_QPT_RC;
@@ -78,11 +79,12 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     attr.cap.max_inline_data = options.max_inline_data;
     {
         id_impl::call_guard guard(*id);
-        if (rdma_create_qp(cm, options.pd, &attr) != 0) throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
+        if (rdma_create_qp(cm, options.pd, &attr) != 0)
+            throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
     }
     std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res)));
     self->qp_ = cm->qp;
-    id->attach(self); // from here the completion queue outlives the queue pair
+    id->attach(self);                   // from here the completion queue outlives the queue pair
     std::lock_guard lock(self->mutex_); // its first poll must find it in place
     self->reader_ = cq_reader::create(self->executor_, self->resources_, self);
     return self;

@@ -20,10 +20,11 @@ namespace {
 // Waits for the private channel to be readable; timed_out, or poll's error.
 error_code wait_readable(const rdma_cm_id* id, std::chrono::milliseconds timeout) {
     pollfd p{id->channel->fd, POLLIN, 0};
-    int ms = timeout.count() < 0 ? -1 : static_cast<int>(std::min<std::chrono::milliseconds::rep>(timeout.count(), INT32_MAX));
+    int ms = timeout.count() < 0
+                 ? -1
+                 : static_cast<int>(std::min<std::chrono::milliseconds::rep>(timeout.count(), INT32_MAX));
     int n;
-    while ((n = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {
-    }
+    while ((n = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {}
     if (n < 0) return RDMACM_CALL_ERROR("poll");
     if (n == 0) return boost::asio::error::timed_out;
     return {};
@@ -75,7 +76,7 @@ cm_event id_impl::call_sync(op_kind kind, const op_call& call, error_code& ec) {
     }
     // An event that came meanwhile, not the call's answer (that one is still to come).
     machine_.call_failed(kind);
-    events_.push_back(std::move(ev));
+    events_.push_back(ev);
     ec = errc::unexpected_event;
     return {};
 }
@@ -84,7 +85,7 @@ cm_event id_impl::next_event_sync(std::chrono::milliseconds timeout, error_code&
     std::unique_lock lock(mutex_);
     if ((ec = sync_refusal(false))) return {};
     if (!events_.empty()) {
-        cm_event ev = std::move(events_.front());
+        cm_event ev = events_.front();
         events_.pop_front();
         return ev;
     }

@@ -66,11 +66,13 @@ BOOST_FIXTURE_TEST_CASE(per_operation_slot_cancels_only_that_operation, channel_
     }));
     // Partial cancellation: waiting for a request or an event can be undone cleanly.
     accept_signal.emit(asio::cancellation_type::partial);
-    BOOST_TEST(run_until(ctx, [&] { return done == 1; }, 5s));
+    BOOST_TEST(run_until(
+        ctx, [&] { return done == 1; }, 5s));
     BOOST_TEST(accept_ec == asio::error::operation_aborted);
     // The other wait is untouched; close() ends it.
     l.close();
-    BOOST_TEST(run_until(ctx, [&] { return done == 2; }, 5s));
+    BOOST_TEST(run_until(
+        ctx, [&] { return done == 2; }, 5s));
     BOOST_TEST(event_ec == asio::error::operation_aborted);
 
     // A request that arrives after a cancelled accept is not lost.
@@ -80,7 +82,8 @@ BOOST_FIXTURE_TEST_CASE(per_operation_slot_cancels_only_that_operation, channel_
         cancelled = ec == asio::error::operation_aborted;
     }));
     accept_signal.emit(asio::cancellation_type::total);
-    BOOST_TEST(run_until(ctx, [&] { return cancelled; }, 5s));
+    BOOST_TEST(run_until(
+        ctx, [&] { return cancelled; }, 5s));
     run(ctx, [&]() -> awaitable<void> {
         cm_id client(*channel);
         co_await prepare_client(client, l2.local_endpoint().port());
@@ -98,12 +101,14 @@ BOOST_FIXTURE_TEST_CASE(close_aborts_outstanding_operations, channel_fixture) {
     id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms,
                              [&](error_code ec) { results.push_back(ec); });
     id.close();
-    BOOST_TEST(run_until(ctx, [&] { return results.size() == 2; }, 5s));
+    BOOST_TEST(run_until(
+        ctx, [&] { return results.size() == 2; }, 5s));
     for (auto& ec : results) BOOST_TEST(ec == asio::error::operation_aborted);
     // And later calls say the id is closed.
     error_code later;
     id.async_resolve_route(2000ms, [&](error_code ec) { later = ec; });
-    BOOST_TEST(run_until(ctx, [&] { return bool(later); }, 5s));
+    BOOST_TEST(run_until(
+        ctx, [&] { return bool(later); }, 5s));
     BOOST_TEST(later == make_error_code(errc::not_open));
 }
 
@@ -113,7 +118,10 @@ BOOST_AUTO_TEST_CASE(teardown_with_events_in_flight_leaks_nothing) {
         // the context until it runs out of work also waits out every destroy submitted
         // before (the destroyer works in order).
         asio::io_context ctx;
-        { event_channel channel(ctx); make_listener(channel); }
+        {
+            event_channel channel(ctx);
+            make_listener(channel);
+        }
         ctx.run_for(30s);
         BOOST_REQUIRE(ctx.stopped());
     }

@@ -60,10 +60,11 @@ BOOST_FIXTURE_TEST_CASE(co_await_connect_exchange_private_data_disconnect, chann
         BOOST_TEST(port != 0);
         cm_id client(*channel);
         std::optional<cm_id> server;
-        auto server_side = asio::co_spawn(ctx, accept_one(l, "hello server", "hello client", &server), asio::use_future);
+        auto server_side =
+            asio::co_spawn(ctx, accept_one(l, "hello server", "hello client", &server), asio::use_future);
 
-        auto established = co_await async_connect(client, device_endpoint(port), client_options("hello server"),
-                                                  use_awaitable);
+        auto established =
+            co_await async_connect(client, device_endpoint(port), client_options("hello server"), use_awaitable);
         BOOST_TEST(established.type() == RDMA_CM_EVENT_ESTABLISHED);
         BOOST_TEST(text(established.private_data(), 12) == "hello client");
         BOOST_TEST(client.qp() != nullptr);
@@ -94,9 +95,12 @@ BOOST_FIXTURE_TEST_CASE(co_await_connect_exchange_private_data_disconnect, chann
 BOOST_FIXTURE_TEST_CASE(every_completion_token_style, channel_fixture) {
     auto l = make_listener(*channel);
     auto port = l.local_endpoint().port();
-    asio::co_spawn(ctx, [&]() -> awaitable<void> {
-        for (int i = 0; i < 4; ++i) co_await accept_one(l, "", "");
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> awaitable<void> {
+            for (int i = 0; i < 4; ++i) co_await accept_one(l, "", "");
+        },
+        asio::detached);
     auto remote = device_endpoint(port);
     const auto timeout = 2000ms;
 
@@ -116,7 +120,8 @@ BOOST_FIXTURE_TEST_CASE(every_completion_token_style, channel_fixture) {
     {
         cm_id id(*channel);
         auto op = id.async_resolve_address(remote, timeout, asio::deferred);
-        run_until(ctx, [] { return false; }, 50ms);
+        run_until(
+            ctx, [] { return false; }, 50ms);
         BOOST_TEST(id.local_endpoint() == endpoint{}); // not resolved yet
         error_code result = errc::not_open;
         bool called = false;
@@ -185,10 +190,13 @@ BOOST_FIXTURE_TEST_CASE(handlers_run_on_the_ids_strand, channel_fixture) {
 BOOST_FIXTURE_TEST_CASE(reject_carries_private_data_to_the_client, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
         auto l = make_listener(*channel);
-        asio::co_spawn(ctx, [&]() -> awaitable<void> {
-            auto req = co_await l.async_accept(use_awaitable);
-            req.id.reject(bytes("go away"));
-        }, asio::detached);
+        asio::co_spawn(
+            ctx,
+            [&]() -> awaitable<void> {
+                auto req = co_await l.async_accept(use_awaitable);
+                req.id.reject(bytes("go away"));
+            },
+            asio::detached);
         cm_id client(*channel);
         auto [ec, ev] = co_await async_connect(client, device_endpoint(l.local_endpoint().port()), client_options(),
                                                asio::as_tuple(use_awaitable));
@@ -208,10 +216,9 @@ BOOST_FIXTURE_TEST_CASE(port_without_listener_fails_the_connect, channel_fixture
             port = l.local_endpoint().port();
         }
         cm_id client(*channel);
-        auto [ec, ev] = co_await async_connect(client, device_endpoint(port), client_options(),
-                                               asio::as_tuple(use_awaitable));
-        BOOST_TEST_MESSAGE("no listener: " << ec.what()
-                                           << (ev.empty() ? "" : std::string(" ") + to_string(ev.type())));
+        auto [ec, ev] =
+            co_await async_connect(client, device_endpoint(port), client_options(), asio::as_tuple(use_awaitable));
+        BOOST_TEST_MESSAGE("no listener: " << ec.what() << (ev.empty() ? "" : std::string(" ") + to_string(ev.type())));
         // IB: the peer's CM rejects (REJECTED, reason 8: invalid service id); iWARP: the TCP
         // connect is refused and rdma_connect itself fails with ECONNREFUSED.
         BOOST_TEST((ec == boost::system::errc::connection_refused || ec == make_error_code(errc::unreachable) ||

@@ -87,9 +87,8 @@ BOOST_FIXTURE_TEST_CASE(send_receive_write_read, channel_fixture) {
         std::vector<std::byte> elsewhere(16);
         auto [e1, n1] = co_await p.client_qp->async_send(cmr, elsewhere, asio::as_tuple(use_awaitable));
         BOOST_TEST((e1 == errc::buffer_not_registered), e1.message());
-        auto [e2, n2] = co_await p.client_qp->async_write(cmr, std::span(cbuf).first(128),
-                                                          to_remote(smr, std::span(sbuf).first(64)),
-                                                          asio::as_tuple(use_awaitable));
+        auto [e2, n2] = co_await p.client_qp->async_write(
+            cmr, std::span(cbuf).first(128), to_remote(smr, std::span(sbuf).first(64)), asio::as_tuple(use_awaitable));
         BOOST_TEST((e2 == errc::remote_buffer_too_small), e2.message());
     }());
 }
@@ -105,8 +104,8 @@ BOOST_FIXTURE_TEST_CASE(bad_rkey_is_a_remote_access_error, channel_fixture) {
         remote.rkey ^= 0x5a5a00;
         // A read needs the peer's answer on every transport (an iWARP write completes
         // locally, its error reaches the QP later).
-        auto [ec, n] = co_await p.client_qp->async_read(cmr, std::span(cbuf).first(64), remote,
-                                                        asio::as_tuple(use_awaitable));
+        auto [ec, n] =
+            co_await p.client_qp->async_read(cmr, std::span(cbuf).first(64), remote, asio::as_tuple(use_awaitable));
         // IB: the peer's NAK, IBV_WC_REM_ACCESS_ERR. iWARP: the peer terminates the
         // connection, and the read is flushed.
         BOOST_TEST((ec == error_code(IBV_WC_REM_ACCESS_ERR, work_completion_category()) ||
@@ -142,7 +141,8 @@ BOOST_FIXTURE_TEST_CASE(peer_disconnect_flushes_outstanding_work, channel_fixtur
             co_await timer.async_wait(use_awaitable);
         }
         BOOST_REQUIRE(results.size() == 4u);
-        for (auto& ec : results) BOOST_TEST((ec == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), ec.message());
+        for (auto& ec : results)
+            BOOST_TEST((ec == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), ec.message());
     }());
 }
 
@@ -203,7 +203,8 @@ struct stream {
     void disorder(const char* side, std::uint64_t got, std::uint64_t expected) {
         std::lock_guard lock(first_error_mutex);
         if (out_of_order++ == 0)
-            first_disorder = std::string(side) + " got " + std::to_string(got) + ", expected " + std::to_string(expected);
+            first_disorder =
+                std::string(side) + " got " + std::to_string(got) + ", expected " + std::to_string(expected);
     }
     static std::span<std::byte> slot_of(std::vector<std::byte>& buf, std::uint64_t i) {
         return std::span(buf).subspan(i * slot, slot);
@@ -275,7 +276,8 @@ BOOST_FIXTURE_TEST_CASE(ten_thousand_messages_in_order, channel_fixture) {
     stream s(p, 10'000, 32);
     s.start_server();
     s.start_client();
-    BOOST_REQUIRE(run_until(ctx, [&] { return s.done() || s.errors > 0; }, 120s));
+    BOOST_REQUIRE(run_until(
+        ctx, [&] { return s.done() || s.errors > 0; }, 120s));
     BOOST_TEST(s.errors == 0u, s.first_error);
     BOOST_TEST(s.out_of_order == 0u, s.first_disorder);
     BOOST_TEST(s.received == 10'000u);
@@ -327,8 +329,7 @@ BOOST_AUTO_TEST_CASE(migration_in_the_middle_of_traffic) {
         BOOST_REQUIRE(ready_within(m, 60s));
         BOOST_TEST(!m.get());
         auto deadline = std::chrono::steady_clock::now() + 120s;
-        while (!s.done() && !s.errors && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(10ms);
+        while (!s.done() && !s.errors && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
         BOOST_TEST(s.errors == 0u, s.first_error);
         BOOST_TEST(s.out_of_order == 0u, s.first_disorder);
         BOOST_TEST(s.received == s.total);

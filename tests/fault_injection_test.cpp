@@ -37,7 +37,9 @@ template <typename Start>
 error_code result_of(asio::io_context& ctx, Start start) {
     std::optional<error_code> r;
     start([&](error_code ec, auto&&...) { r = ec; });
-    BOOST_REQUIRE_MESSAGE(run_until(ctx, [&] { return r.has_value(); }, 20s), "the operation never completed");
+    BOOST_REQUIRE_MESSAGE(run_until(
+                              ctx, [&] { return r.has_value(); }, 20s),
+                          "the operation never completed");
     return *r;
 }
 
@@ -113,18 +115,22 @@ struct scenario : channel_fixture {
             inject();
             check(result_of(ctx, [&](auto h) { req->id.async_accept({}, h); }), call, err);
             req->id.close();
-            BOOST_REQUIRE(run_until(ctx, [&] { return connected.has_value(); }, 20s));
+            BOOST_REQUIRE(run_until(
+                ctx, [&] { return connected.has_value(); }, 20s));
             BOOST_TEST(bool(*connected)); // rejected (or unreachable): not established, not hung
         } else if (call == "rdma_disconnect") {
             std::optional<cm_id> server;
             test::run(ctx, [&]() -> awaitable<void> {
-                asio::co_spawn(ctx, [&]() -> awaitable<void> {
-                    auto req = co_await l.async_accept(use_awaitable);
-                    auto attr = rc_qp_attr();
-                    req.id.create_qp(attr);
-                    co_await req.id.async_accept({}, use_awaitable);
-                    server.emplace(std::move(req.id));
-                }, asio::detached);
+                asio::co_spawn(
+                    ctx,
+                    [&]() -> awaitable<void> {
+                        auto req = co_await l.async_accept(use_awaitable);
+                        auto attr = rc_qp_attr();
+                        req.id.create_qp(attr);
+                        co_await req.id.async_accept({}, use_awaitable);
+                        server.emplace(std::move(req.id));
+                    },
+                    asio::detached);
                 connect_options o;
                 o.qp = rc_qp_attr();
                 co_await async_connect(id, device_endpoint(l.local_endpoint().port()), o, use_awaitable);
@@ -139,7 +145,8 @@ struct scenario : channel_fixture {
             BOOST_TEST(!result_of(ctx, [&](auto h) { id.async_resolve_address(device_endpoint(1), 2s, h); }));
         } else if (call == "rdma_get_cm_event") {
             // A read that fails loses no event: the channel is still readable, read again.
-            run_until(ctx, [] { return false; }, 50ms); // the channel's first read is done
+            run_until(
+                ctx, [] { return false; }, 50ms); // the channel's first read is done
             faults::inject(call, err, 1);
             BOOST_TEST(!result_of(ctx, [&](auto h) { id.async_resolve_address(device_endpoint(1), 2s, h); }));
         } else {

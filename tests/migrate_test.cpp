@@ -73,9 +73,8 @@ BOOST_AUTO_TEST_CASE(established_connection_moves_to_another_context) {
         std::optional<cm_id> server;
         auto accepted = asio::co_spawn(t[0], accept_into(l, server), asio::use_future);
         cm_id client(a);
-        auto [connect_thread, connect_ec] = on_which_thread([&](auto cb) {
-            async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), cb);
-        });
+        auto [connect_thread, connect_ec] = on_which_thread(
+            [&](auto cb) { async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), cb); });
         BOOST_TEST(!connect_ec);
         BOOST_TEST((connect_thread == t.thread(1)));
         BOOST_REQUIRE(ready_within(accepted));
@@ -133,8 +132,10 @@ BOOST_AUTO_TEST_CASE(queued_and_read_events_move_exactly_once) {
         auto [thread, type] = next_event_thread(client);
         BOOST_TEST(type == RDMA_CM_EVENT_DISCONNECTED);
         BOOST_TEST((thread == t.thread(1)));
-        BOOST_TEST_MESSAGE("DISCONNECTED read by " << (a.events_read() + b.events_read() == before + 1 &&
-                                                               b.events_read() > 0 ? "B (moved in the kernel)" : "A (held)"));
+        BOOST_TEST_MESSAGE("DISCONNECTED read by "
+                           << (a.events_read() + b.events_read() == before + 1 && b.events_read() > 0
+                                   ? "B (moved in the kernel)"
+                                   : "A (held)"));
         BOOST_TEST(a.events_read() + b.events_read() == before + 1); // read once, by one of them
 
         // An event read on A and queued for next_event moves too.
@@ -178,9 +179,9 @@ BOOST_AUTO_TEST_CASE(connection_request_moves_before_accept) {
             });
         });
         cm_id client(listen_ch);
-        auto f = asio::co_spawn(t[0], async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(),
-                                                    use_awaitable),
-                                asio::use_future);
+        auto f = asio::co_spawn(
+            t[0], async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), use_awaitable),
+            asio::use_future);
         BOOST_REQUIRE(ready_within(est));
         BOOST_TEST((est.get() == t.thread(1)));
         BOOST_REQUIRE(ready_within(f));
@@ -211,9 +212,9 @@ BOOST_AUTO_TEST_CASE(accepted_id_moves_before_established) {
             conn->async_migrate(shard, [&](error_code mec) { migrated.set_value(mec); });
         });
         cm_id client(listen_ch);
-        auto f = asio::co_spawn(t[0], async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(),
-                                                    use_awaitable),
-                                asio::use_future);
+        auto f = asio::co_spawn(
+            t[0], async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), use_awaitable),
+            asio::use_future);
         auto a = accepted.get_future();
         auto m = migrated.get_future();
         BOOST_REQUIRE(ready_within(m));
@@ -283,14 +284,17 @@ BOOST_AUTO_TEST_CASE(ping_pong_between_four_contexts_while_connecting_and_discon
         auto l = make_listener(server_ch);
         std::vector<std::optional<cm_id>> servers(clients);
         // Server: accept each, then disconnect it while the client is still hopping.
-        auto server_done = asio::co_spawn(t[0], [&]() -> awaitable<void> {
-            for (int i = 0; i < clients; ++i) {
-                co_await accept_into(l, servers[static_cast<std::size_t>(i)]);
-                asio::steady_timer wait(t[0], 20ms);
-                co_await wait.async_wait(use_awaitable);
-                servers[static_cast<std::size_t>(i)]->async_disconnect(asio::detached);
-            }
-        }, asio::use_future);
+        auto server_done = asio::co_spawn(
+            t[0],
+            [&]() -> awaitable<void> {
+                for (int i = 0; i < clients; ++i) {
+                    co_await accept_into(l, servers[static_cast<std::size_t>(i)]);
+                    asio::steady_timer wait(t[0], 20ms);
+                    co_await wait.async_wait(use_awaitable);
+                    servers[static_cast<std::size_t>(i)]->async_disconnect(asio::detached);
+                }
+            },
+            asio::use_future);
 
         std::vector<std::unique_ptr<cm_id>> ids;
         std::vector<std::function<void(int)>> hop(clients);
@@ -383,7 +387,8 @@ BOOST_FIXTURE_TEST_CASE(migrate_racing_close_destroys_the_id, channel_fixture) {
         for (int i = 0; i < 20; ++i) {
             cm_id id(*channel);
             bool resolved = false;
-            id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms, [&](error_code) { resolved = true; });
+            id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms,
+                                     [&](error_code) { resolved = true; });
             BOOST_REQUIRE(run_until(ctx, [&] { return resolved; }));
             error_code result;
             bool done = false;

@@ -114,8 +114,8 @@ BOOST_AUTO_TEST_CASE(resolve_connect_accept_establish_disconnect) {
     BOOST_REQUIRE(rdma_create_id(client_ch.get(), &raw, nullptr, RDMA_PS_TCP) == 0);
     id_ptr client(raw);
     auto src = ipv4(dev.ipv4, 0), dst = ipv4(dev.ipv4, port);
-    BOOST_REQUIRE(rdma_resolve_addr(client.get(), reinterpret_cast<sockaddr*>(&src),
-                                    reinterpret_cast<sockaddr*>(&dst), 2000) == 0);
+    BOOST_REQUIRE(rdma_resolve_addr(client.get(), reinterpret_cast<sockaddr*>(&src), reinterpret_cast<sockaddr*>(&dst),
+                                    2000) == 0);
     expect(next_event(client_ch.get()), RDMA_CM_EVENT_ADDR_RESOLVED);
     BOOST_REQUIRE(rdma_resolve_route(client.get(), 2000) == 0);
     expect(next_event(client_ch.get()), RDMA_CM_EVENT_ROUTE_RESOLVED);

@@ -53,18 +53,21 @@ BOOST_AUTO_TEST_CASE(thousand_connections_through_one_channel) {
         server_ids.reserve(connections);
         client_ids.reserve(connections);
 
-        asio::co_spawn(ctx, [&]() -> awaitable<void> {
-            for (int i = 0; i < connections; ++i) {
-                auto req = co_await l.async_accept(use_awaitable);
-                auto attr = cq.attr(req.id.native_handle()->verbs);
-                req.id.create_qp(attr);
-                server_ids.push_back(std::move(req.id));
-                server_ids.back().async_accept(conn_params{}, [&](error_code ec, cm_event) {
-                    BOOST_TEST(!ec, ec.message());
-                    if (!ec) ++server_established;
-                });
-            }
-        }, asio::detached);
+        asio::co_spawn(
+            ctx,
+            [&]() -> awaitable<void> {
+                for (int i = 0; i < connections; ++i) {
+                    auto req = co_await l.async_accept(use_awaitable);
+                    auto attr = cq.attr(req.id.native_handle()->verbs);
+                    req.id.create_qp(attr);
+                    server_ids.push_back(std::move(req.id));
+                    server_ids.back().async_accept(conn_params{}, [&](error_code ec, cm_event) {
+                        BOOST_TEST(!ec, ec.message());
+                        if (!ec) ++server_established;
+                    });
+                }
+            },
+            asio::detached);
 
         auto client = [&](cm_id& id) -> awaitable<void> {
             co_await id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 5000ms, use_awaitable);
@@ -74,21 +77,24 @@ BOOST_AUTO_TEST_CASE(thousand_connections_through_one_channel) {
             co_await id.async_connect(conn_params{}, use_awaitable);
             ++client_established;
         };
-        run(ctx, [&]() -> awaitable<void> {
-            int started = 0;
-            while (client_established < connections) {
-                // Keep `in_flight` connects going.
-                while (started < connections && started - client_established < in_flight) {
-                    client_ids.emplace_back(channel);
-                    asio::co_spawn(ctx, client(client_ids.back()), [](std::exception_ptr e) {
-                        if (e) std::rethrow_exception(e);
-                    });
-                    ++started;
+        run(
+            ctx,
+            [&]() -> awaitable<void> {
+                int started = 0;
+                while (client_established < connections) {
+                    // Keep `in_flight` connects going.
+                    while (started < connections && started - client_established < in_flight) {
+                        client_ids.emplace_back(channel);
+                        asio::co_spawn(ctx, client(client_ids.back()), [](std::exception_ptr e) {
+                            if (e) std::rethrow_exception(e);
+                        });
+                        ++started;
+                    }
+                    co_await asio::post(ctx, use_awaitable);
                 }
-                co_await asio::post(ctx, use_awaitable);
-            }
-            while (server_established < connections) co_await asio::post(ctx, use_awaitable);
-        }(), 240s);
+                while (server_established < connections) co_await asio::post(ctx, use_awaitable);
+            }(),
+            240s);
         events = channel.events_read();
     }
     BOOST_TEST_MESSAGE("established: " << client_established << " client, " << server_established << " server");
@@ -113,15 +119,20 @@ BOOST_AUTO_TEST_CASE(thousand_ids_resolve_through_one_channel) {
         int resolved = 0;
         for (int i = 0; i < many; ++i) {
             ids.emplace_back(channel);
-            asio::co_spawn(ctx, [&, &id = ids.back()]() -> awaitable<void> {
-                co_await id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 5000ms, use_awaitable);
-                co_await id.async_resolve_route(5000ms, use_awaitable);
-                ++resolved;
-            }, [](std::exception_ptr e) {
-                if (e) std::rethrow_exception(e);
-            });
+            asio::co_spawn(
+                ctx,
+                [&, &id = ids.back()]() -> awaitable<void> {
+                    co_await id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 5000ms,
+                                                      use_awaitable);
+                    co_await id.async_resolve_route(5000ms, use_awaitable);
+                    ++resolved;
+                },
+                [](std::exception_ptr e) {
+                    if (e) std::rethrow_exception(e);
+                });
         }
-        BOOST_TEST(run_until(ctx, [&] { return resolved == many; }, 120s));
+        BOOST_TEST(run_until(
+            ctx, [&] { return resolved == many; }, 120s));
         BOOST_TEST(channel.events_read() == 2u * many);
     }
     ctx.run_for(60s);

@@ -181,9 +181,11 @@ BOOST_AUTO_TEST_CASE(an_event_in_the_kernel_queue_undoes_the_move) {
         BOOST_TEST(ev->type() == RDMA_CM_EVENT_DISCONNECTED);
         bool again = false;
         client.async_next_event([&](error_code ec, cm_event) { again = ec != asio::error::operation_aborted; });
-        run_until(ctx_a, [] { return false; }, 200ms);
+        run_until(
+            ctx_a, [] { return false; }, 200ms);
         client.cancel();
-        run_until(ctx_a, [] { return false; }, 50ms);
+        run_until(
+            ctx_a, [] { return false; }, 50ms);
         BOOST_TEST(!again);
     }
     t.stop();

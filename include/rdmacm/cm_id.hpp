@@ -154,13 +154,13 @@ public:
     /// id's (which stays). Cancellation: none.
     template <typename Token>
     auto async_migrate(synchronous_t, Token&& token) {
-        return detail::async_start<void(error_code)>(get_executor(), std::forward<Token>(token),
-                                             [this_ex = executor_, impl = impl_](auto handler) {
-                                                 if (impl)
-                                                     impl->migrate(nullptr, {}, std::move(handler));
-                                                 else
-                                                     detail::id_impl::refuse(this_ex, std::move(handler), errc::not_open);
-                                             });
+        return detail::async_start<void(error_code)>(
+            get_executor(), std::forward<Token>(token), [this_ex = executor_, impl = impl_](auto handler) {
+                if (impl)
+                    impl->migrate(nullptr, {}, std::move(handler));
+                else
+                    detail::id_impl::refuse(this_ex, std::move(handler), errc::not_open);
+            });
     }
 
     /// @name Blocking calls of synchronous mode

@@ -63,8 +63,7 @@ struct connect_op {
 template <typename Token>
 auto async_connect(cm_id& id, const endpoint& remote, const connect_options& options, Token&& token) {
     return boost::asio::async_compose<Token, void(error_code, cm_event)>(
-        detail::connect_op{id, remote, options, detail::owned_conn_params(options.params)}, token,
-        id.get_executor());
+        detail::connect_op{id, remote, options, detail::owned_conn_params(options.params)}, token, id.get_executor());
 }
 
 } // namespace rdmacm

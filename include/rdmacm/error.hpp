@@ -29,18 +29,18 @@ enum class errc {
     multicast_error,   ///< RDMA_CM_EVENT_MULTICAST_ERROR
     unexpected_event,  ///< an event the operation cannot have caused
     // Misuse, refused before any librdmacm call.
-    operation_in_progress, ///< an operation of the same kind is already outstanding on the id
-    not_open,              ///< the object is closed or moved-from
-    already_listening,     ///< listen() on a listening id
+    operation_in_progress,        ///< an operation of the same kind is already outstanding on the id
+    not_open,                     ///< the object is closed or moved-from
+    already_listening,            ///< listen() on a listening id
     address_family_not_supported, ///< neither IPv4 nor IPv6 (nor AF_IB)
-    private_data_too_long, ///< more private data than the transport can carry
-    channel_closed,        ///< the event channel (or its execution context) is gone
-    listener_cannot_migrate, ///< a listening id cannot migrate: migrate before listen
-    synchronous_mode,      ///< an asynchronous operation on an id in synchronous mode
-    not_synchronous,       ///< a blocking call on an id not in synchronous mode
-    event_pending,         ///< an event of the id is queued or expected: read it first
-    buffer_not_registered, ///< a data operation's buffer is not inside its memory region
-    remote_buffer_too_small, ///< more data than the peer's remote buffer holds
+    private_data_too_long,        ///< more private data than the transport can carry
+    channel_closed,               ///< the event channel (or its execution context) is gone
+    listener_cannot_migrate,      ///< a listening id cannot migrate: migrate before listen
+    synchronous_mode,             ///< an asynchronous operation on an id in synchronous mode
+    not_synchronous,              ///< a blocking call on an id not in synchronous mode
+    event_pending,                ///< an event of the id is queued or expected: read it first
+    buffer_not_registered,        ///< a data operation's buffer is not inside its memory region
+    remote_buffer_too_small,      ///< more data than the peer's remote buffer holds
 };
 
 /// The category of `errc` values ("asio-rdmacm").

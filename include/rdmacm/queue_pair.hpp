@@ -92,8 +92,7 @@ public:
     }
     /// Reads the peer's `remote` buffer into `buffer` (inside `mr`) (RDMA read).
     template <typename Token>
-    auto async_read(const memory_region& mr, std::span<std::byte> buffer, const remote_buffer& remote,
-                    Token&& token) {
+    auto async_read(const memory_region& mr, std::span<std::byte> buffer, const remote_buffer& remote, Token&& token) {
         return start(detail::work_request::kind::read, mr, buffer, remote, std::forward<Token>(token));
     }
 
@@ -107,8 +106,12 @@ private:
         else if (what != detail::work_request::kind::send && what != detail::work_request::kind::receive &&
                  local.size() > remote.length)
             refusal = errc::remote_buffer_too_small;
-        detail::work_request wr{what, reinterpret_cast<std::uintptr_t>(local.data()),
-                                static_cast<std::uint32_t>(local.size()), mr.lkey(), remote.address, remote.rkey};
+        detail::work_request wr{what,
+                                reinterpret_cast<std::uintptr_t>(local.data()),
+                                static_cast<std::uint32_t>(local.size()),
+                                mr.lkey(),
+                                remote.address,
+                                remote.rkey};
         return detail::async_start<void(error_code, std::size_t)>(
             get_executor(), std::forward<Token>(token), [ex = get_executor(), impl = impl_, wr, refusal](auto handler) {
                 if (impl && !refusal)

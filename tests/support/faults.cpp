@@ -63,19 +63,19 @@ int clear() {
 using rdmacm::test::faults::take;
 
 // Each wrapper: fail as the real call does (-1 or NULL, errno), else call it.
-#define RDMACM_FAULT(ret, fail, name, params, args)                                                      \
-    extern "C" ret __real_##name params;                                                                 \
-    extern "C" ret __wrap_##name params {                                                                \
-        if (int e = take(#name)) {                                                                       \
-            errno = e;                                                                                   \
-            return fail;                                                                                 \
-        }                                                                                                \
-        return __real_##name args;                                                                       \
+#define RDMACM_FAULT(ret, fail, name, params, args)                                                                    \
+    extern "C" ret __real_##name params;                                                                               \
+    extern "C" ret __wrap_##name params {                                                                              \
+        if (int e = take(#name)) {                                                                                     \
+            errno = e;                                                                                                 \
+            return fail;                                                                                               \
+        }                                                                                                              \
+        return __real_##name args;                                                                                     \
     }
 
 RDMACM_FAULT(rdma_event_channel*, nullptr, rdma_create_event_channel, (), ())
-RDMACM_FAULT(int, -1, rdma_create_id,
-             (rdma_event_channel * ch, rdma_cm_id** id, void* ctx, rdma_port_space ps), (ch, id, ctx, ps))
+RDMACM_FAULT(int, -1, rdma_create_id, (rdma_event_channel * ch, rdma_cm_id** id, void* ctx, rdma_port_space ps),
+             (ch, id, ctx, ps))
 RDMACM_FAULT(int, -1, rdma_bind_addr, (rdma_cm_id * id, sockaddr* addr), (id, addr))
 RDMACM_FAULT(int, -1, rdma_listen, (rdma_cm_id * id, int backlog), (id, backlog))
 RDMACM_FAULT(int, -1, rdma_resolve_addr, (rdma_cm_id * id, sockaddr* src, sockaddr* dst, int ms), (id, src, dst, ms))

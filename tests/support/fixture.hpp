@@ -24,9 +24,7 @@ using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
 // An endpoint on the test device's IPv4 address.
-inline endpoint device_endpoint(unsigned short port = 0) {
-    return {asio::ip::make_address(test_device().ipv4), port};
-}
+inline endpoint device_endpoint(unsigned short port = 0) { return {asio::ip::make_address(test_device().ipv4), port}; }
 
 // Small RC queue pair attributes; librdmacm creates the CQs (and a completion channel).
 inline ibv_qp_init_attr rc_qp_attr() { return rc_qp_init_attr(2); }
@@ -37,8 +35,7 @@ template <typename Predicate>
 bool run_until(asio::io_context& ctx, Predicate done, std::chrono::steady_clock::duration limit = 30s) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     // In short slices: `done` may be made true by another thread, with nothing to run here.
-    while (!done() && std::chrono::steady_clock::now() < deadline)
-        ctx.run_one_for(std::chrono::milliseconds(10));
+    while (!done() && std::chrono::steady_clock::now() < deadline) ctx.run_one_for(std::chrono::milliseconds(10));
     ctx.restart();
     return done();
 }
@@ -53,7 +50,9 @@ void run(asio::io_context& ctx, Awaitable co, std::chrono::steady_clock::duratio
         done = true;
         error = e;
     });
-    BOOST_REQUIRE_MESSAGE(run_until(ctx, [&] { return done; }, limit), "the test coroutine did not finish in time");
+    BOOST_REQUIRE_MESSAGE(run_until(
+                              ctx, [&] { return done; }, limit),
+                          "the test coroutine did not finish in time");
     if (error) std::rethrow_exception(error);
 }
 

@@ -13,8 +13,7 @@ std::string env(const std::string& name) {
 
 device find_device() {
     device d{env("RDMACM_TEST_DEVICE"), {}, {}};
-    if (d.name.empty())
-        throw std::runtime_error("RDMACM_TEST_DEVICE is not set: run the RDMA tests through ctest");
+    if (d.name.empty()) throw std::runtime_error("RDMACM_TEST_DEVICE is not set: run the RDMA tests through ctest");
     d.ipv4 = env("RDMACM_ADDR_" + d.name);
     d.ipv6 = env("RDMACM_ADDR6_" + d.name);
     if (d.ipv4.empty())

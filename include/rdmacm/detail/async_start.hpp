@@ -49,7 +49,8 @@ template <template <typename, typename> class Associator, typename Handler, type
 struct boost::asio::associator<Associator, rdmacm::detail::tracked_handler<Handler, Executor>, DefaultCandidate>
     : Associator<Handler, DefaultCandidate> {
     static typename Associator<Handler, DefaultCandidate>::type
-    get(const rdmacm::detail::tracked_handler<Handler, Executor>& h, const DefaultCandidate& c = DefaultCandidate()) noexcept {
+    get(const rdmacm::detail::tracked_handler<Handler, Executor>& h,
+        const DefaultCandidate& c = DefaultCandidate()) noexcept {
         return Associator<Handler, DefaultCandidate>::get(h.handler, c);
     }
 };

@@ -8,10 +8,10 @@
 #include <cerrno>
 
 // The error `e` (an errno value) of the call named `call_name`.
-#define RDMACM_CALL_ERRNO(call_name, e)                                                                  \
-    ([](int code) {                                                                                      \
-        static constexpr ::boost::source_location loc(__FILE__, __LINE__, call_name);                   \
-        return ::boost::system::error_code(code, ::boost::system::system_category(), &loc);            \
+#define RDMACM_CALL_ERRNO(call_name, e)                                                                                \
+    ([](int code) {                                                                                                    \
+        static constexpr ::boost::source_location loc(__FILE__, __LINE__, call_name);                                  \
+        return ::boost::system::error_code(code, ::boost::system::system_category(), &loc);                            \
     }(e))
 
 // The error of the librdmacm call just made, which reported it through errno.

@@ -81,19 +81,21 @@ public:
     }
     template <typename Token>
     auto async_migrate(event_channel& target, const executor_type& ex, Token&& token) {
-        return async_start<void(error_code)>(ex, std::forward<Token>(token),
-                                             [this_ex = executor_, impl = impl_, target = target.impl(), ex](auto handler) {
-                                                 if (impl && target)
-                                                     impl->migrate(target, ex, std::move(handler));
-                                                 else
-                                                     id_impl::refuse(this_ex, std::move(handler),
-                                                                     impl ? errc::channel_closed : errc::not_open);
-                                             });
+        return async_start<void(error_code)>(
+            ex, std::forward<Token>(token),
+            [this_ex = executor_, impl = impl_, target = target.impl(), ex](auto handler) {
+                if (impl && target)
+                    impl->migrate(target, ex, std::move(handler));
+                else
+                    id_impl::refuse(this_ex, std::move(handler), impl ? errc::channel_closed : errc::not_open);
+            });
     }
 
     // A moved-from handle keeps its executor (as Asio's I/O objects do), so operations on
     // it complete with errc::not_open instead of having nowhere to run.
-    id_handle(id_handle&& other) noexcept : executor_(other.executor_), impl_(std::move(other.impl_)) {}
+    id_handle(id_handle&& other) noexcept
+        : executor_(other.executor_), // NOLINT(performance-move-constructor-init): kept, see above
+          impl_(std::move(other.impl_)) {}
     id_handle& operator=(id_handle&& other) noexcept {
         if (this != &other) {
             close();

@@ -159,8 +159,8 @@ private:
     mutable std::mutex mutex_;
     id_machine machine_;
     std::array<any_handler, op_kind_count> handlers_;
-    std::deque<cm_event> events_;                                           // for next_event
-    std::deque<std::pair<std::shared_ptr<id_impl>, cm_event>> requests_;    // for request
+    std::deque<cm_event> events_;                                        // for next_event
+    std::deque<std::pair<std::shared_ptr<id_impl>, cm_event>> requests_; // for request
     std::atomic<bool> pending_request_{false};
 
     // Migration: while `migration_` is set, events go to held_ and new operations to
@@ -179,12 +179,12 @@ private:
     std::unique_ptr<migration> migration_;
     std::vector<cm_event> held_;
     std::vector<deferred_start> deferred_;
-    int calls_in_flight_ = 0;        // librdmacm calls on the id being made outside the lock
-    bool in_migrate_call_ = false;   // rdma_migrate_id is being called
-    bool in_sync_call_ = false;      // a blocking call of synchronous mode is being made
+    int calls_in_flight_ = 0;           // librdmacm calls on the id being made outside the lock
+    bool in_migrate_call_ = false;      // rdma_migrate_id is being called
+    bool in_sync_call_ = false;         // a blocking call of synchronous mode is being made
     std::condition_variable call_done_; // either of those two ended
     bool listening_ = false;
-    bool synchronous_ = false; // on librdmacm's private channel: channel_ is null
+    bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null
     bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()
     std::shared_ptr<data_path> data_path_;
 };

@@ -25,7 +25,9 @@ struct op_call {
     static op_call resolve_address(const endpoint& local, const endpoint& remote, std::chrono::milliseconds t) {
         return {call::resolve_address, local, remote, static_cast<int>(t.count()), {}};
     }
-    static op_call resolve_route(std::chrono::milliseconds t) { return {call::resolve_route, {}, {}, static_cast<int>(t.count()), {}}; }
+    static op_call resolve_route(std::chrono::milliseconds t) {
+        return {call::resolve_route, {}, {}, static_cast<int>(t.count()), {}};
+    }
     static op_call connect(const conn_params& p) { return {call::connect, {}, {}, 0, owned_conn_params(p)}; }
     static op_call accept(const conn_params& p) { return {call::accept, {}, {}, 0, owned_conn_params(p)}; }
     static op_call disconnect() { return {call::disconnect, {}, {}, 0, {}}; }

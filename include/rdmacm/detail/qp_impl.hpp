@@ -97,7 +97,7 @@ private:
     std::uint64_t next_wr_id_ = 1;
     bool closed_ = false;
     bool moving_ = false;
-    bool broken_ = false; // in error (a work request failed, or the connection is gone)
+    bool broken_ = false;          // in error (a work request failed, or the connection is gone)
     std::vector<completion> held_; // while moving
 };
 
