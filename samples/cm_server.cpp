@@ -4,19 +4,9 @@
 // client's private data, accepts with a greeting of its own, waits for the client to
 // disconnect and disconnects too. SIGINT or SIGTERM stops it cleanly: the listener and
 // every connection are closed, and the io_context runs out of work.
-#include <rdmacm/rdmacm.hpp>
+#include "sample_server.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
-#include <cstdio>
 #include <iostream>
-#include <set>
 #include <string>
 
 namespace asio = boost::asio;
@@ -31,12 +21,11 @@ std::string text(std::span<const std::byte> b) {
     return s.substr(0, s.find('\0')); // IB pads private data with zeros
 }
 
-std::set<cm_id*> live; // to close at shutdown
-
-awaitable<void> serve(cm_id conn, rdmacm::cm_event request, int n) {
-    live.insert(&conn);
+awaitable<void> serve(rdmacm::connection_request request, int n) {
+    cm_id conn = std::move(request.id);
+    sample::live live(conn);
     std::cout << "server: connection " << n << " from " << conn.remote_endpoint() << " says \""
-              << text(request.private_data()) << "\"" << std::endl;
+              << text(request.event.private_data()) << "\"" << std::endl;
     try {
         auto attr = rdmacm::rc_qp_init_attr();
         conn.create_qp(attr);
@@ -55,15 +44,6 @@ awaitable<void> serve(cm_id conn, rdmacm::cm_event request, int n) {
     } catch (const boost::system::system_error& e) {
         std::cout << "server: connection " << n << ": " << e.what() << std::endl;
     }
-    live.erase(&conn);
-}
-
-awaitable<void> accept_loop(rdmacm::listener& l) {
-    for (int n = 1;; ++n) {
-        auto [ec, request] = co_await l.async_accept(asio::as_tuple(use_awaitable));
-        if (ec) co_return; // closed
-        asio::co_spawn(l.get_executor(), serve(std::move(request.id), request.event, n), asio::detached);
-    }
 }
 
 } // namespace
@@ -73,26 +53,5 @@ int main(int argc, char** argv) {
         std::cerr << "usage: cm_server ADDRESS [PORT]\n";
         return 2;
     }
-    try {
-        asio::io_context ctx;
-        auto channel = std::make_unique<rdmacm::event_channel>(ctx);
-        rdmacm::listener l(*channel);
-        l.bind({asio::ip::make_address(argv[1]), static_cast<unsigned short>(argc == 3 ? std::stoi(argv[2]) : 0)});
-        l.listen();
-        std::cout << "server: listening on " << l.local_endpoint() << std::endl;
-
-        asio::signal_set signals(ctx, SIGINT, SIGTERM);
-        signals.async_wait([&](boost::system::error_code, int sig) {
-            std::cout << "server: signal " << sig << ", shutting down" << std::endl;
-            l.close();
-            for (auto* c : live) c->close();
-            channel.reset(); // the last id gone, the channel goes and run() returns
-        });
-        asio::co_spawn(ctx, accept_loop(l), asio::detached);
-        ctx.run();
-        std::cout << "server: stopped cleanly" << std::endl;
-    } catch (const std::exception& e) {
-        std::cerr << "server: " << e.what() << std::endl;
-        return 1;
-    }
+    return sample::run_server(argv[1], static_cast<unsigned short>(argc == 3 ? std::stoi(argv[2]) : 0), serve);
 }

@@ -6,17 +6,9 @@
 // client's COUNT replies received, disconnect (with COUNT 0: the client's disconnect
 // answered). Stops on SIGINT or SIGTERM.
 #include "receive_queue.hpp"
-
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include "sample_server.hpp"
 
 #include <iostream>
-#include <set>
 
 namespace asio = boost::asio;
 using asio::awaitable;
@@ -24,10 +16,9 @@ using asio::use_awaitable;
 
 namespace {
 
-std::set<rdmacm::cm_id*> live; // to close at shutdown
-
-awaitable<void> serve(rdmacm::cm_id conn, int n, std::uint32_t count, std::size_t size) {
-    live.insert(&conn);
+awaitable<void> serve(rdmacm::connection_request request, int n, std::uint32_t count, std::size_t size) {
+    rdmacm::cm_id conn = std::move(request.id);
+    sample::live live(conn);
     try {
         const std::uint32_t depth = std::max<std::uint32_t>(count, 1);
         rdmacm::queue_pair qp(conn, {.max_send_wr = depth, .max_recv_wr = depth});
@@ -53,7 +44,6 @@ awaitable<void> serve(rdmacm::cm_id conn, int n, std::uint32_t count, std::size_
     } catch (const boost::system::system_error& e) {
         std::cout << "server: connection " << n << ": " << e.what() << std::endl;
     }
-    live.erase(&conn);
 }
 
 } // namespace
@@ -65,33 +55,6 @@ int main(int argc, char** argv) {
     }
     const auto count = static_cast<std::uint32_t>(argc > 3 ? std::stoul(argv[3]) : 10);
     const std::size_t size = argc > 4 ? std::stoul(argv[4]) : 100;
-    try {
-        asio::io_context ctx;
-        auto channel = std::make_unique<rdmacm::event_channel>(ctx);
-        rdmacm::listener l(*channel);
-        l.bind({asio::ip::make_address(argv[1]), static_cast<unsigned short>(std::stoi(argv[2]))});
-        l.listen(1024);
-        std::cout << "server: listening on " << l.local_endpoint() << std::endl;
-        asio::signal_set signals(ctx, SIGINT, SIGTERM);
-        signals.async_wait([&](boost::system::error_code, int) {
-            l.close();
-            for (auto* c : live) c->close();
-            channel.reset();
-        });
-        asio::co_spawn(
-            ctx,
-            [&]() -> awaitable<void> {
-                for (int n = 1;; ++n) {
-                    auto [ec, request] = co_await l.async_accept(asio::as_tuple(use_awaitable));
-                    if (ec) co_return;
-                    asio::co_spawn(ctx, serve(std::move(request.id), n, count, size), asio::detached);
-                }
-            },
-            asio::detached);
-        ctx.run();
-        std::cout << "server: stopped cleanly" << std::endl;
-    } catch (const std::exception& e) {
-        std::cerr << "server: " << e.what() << std::endl;
-        return 1;
-    }
+    return sample::run_server(argv[1], static_cast<unsigned short>(std::stoi(argv[2])),
+                              [=](rdmacm::connection_request r, int n) { return serve(std::move(r), n, count, size); });
 }

@@ -5,7 +5,7 @@
 #include "support/faults.hpp"
 #include "support/fixture.hpp"
 
-#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <set>
 
@@ -13,6 +13,7 @@ using namespace rdmacm;
 using namespace rdmacm::test;
 using asio::awaitable;
 using asio::use_awaitable;
+using namespace boost::asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -99,9 +100,7 @@ struct scenario : channel_fixture {
         } else if (call == "rdma_accept") {
             // The server's accept fails; closing its id rejects the client, who is told.
             std::optional<error_code> connected;
-            connect_options o;
-            o.qp = rc_qp_attr();
-            async_connect(id, device_endpoint(l.local_endpoint().port()), o,
+            async_connect(id, device_endpoint(l.local_endpoint().port()), with_qp(),
                           [&](error_code e, cm_event) { connected = e; });
             std::optional<connection_request> req;
             BOOST_REQUIRE(!result_of(ctx, [&](auto h) {
@@ -121,19 +120,8 @@ struct scenario : channel_fixture {
         } else if (call == "rdma_disconnect") {
             std::optional<cm_id> server;
             test::run(ctx, [&]() -> awaitable<void> {
-                asio::co_spawn(
-                    ctx,
-                    [&]() -> awaitable<void> {
-                        auto req = co_await l.async_accept(use_awaitable);
-                        auto attr = rc_qp_attr();
-                        req.id.create_qp(attr);
-                        co_await req.id.async_accept({}, use_awaitable);
-                        server.emplace(std::move(req.id));
-                    },
-                    asio::detached);
-                connect_options o;
-                o.qp = rc_qp_attr();
-                co_await async_connect(id, device_endpoint(l.local_endpoint().port()), o, use_awaitable);
+                co_await (accept_into(l, server) &&
+                          async_connect(id, device_endpoint(l.local_endpoint().port()), with_qp(), use_awaitable));
             }());
             inject();
             check(result_of(ctx, [&](auto h) { id.async_disconnect(h); }), call, err);

@@ -25,21 +25,6 @@ namespace {
 
 using thread_id = std::thread::id;
 
-// Accepts one connection on `l` into `out` (on the listener's executor).
-awaitable<void> accept_into(listener& l, std::optional<cm_id>& out) {
-    auto req = co_await l.async_accept(use_awaitable);
-    auto attr = rc_qp_attr();
-    req.id.create_qp(attr);
-    co_await req.id.async_accept(conn_params{}, use_awaitable);
-    out.emplace(std::move(req.id));
-}
-
-connect_options with_qp() {
-    connect_options o;
-    o.qp = rc_qp_attr();
-    return o;
-}
-
 // Runs `start(callback)` and waits for the callback, returning the thread it ran on and
 // its error.
 template <typename Start>

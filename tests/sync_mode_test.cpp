@@ -14,15 +14,6 @@ using asio::use_awaitable;
 
 namespace {
 
-// Accepts one connection on `l` into `out`.
-asio::awaitable<void> accept_into(listener& l, std::optional<cm_id>& out) {
-    auto req = co_await l.async_accept(use_awaitable);
-    auto attr = rc_qp_attr();
-    req.id.create_qp(attr);
-    co_await req.id.async_accept(conn_params{}, use_awaitable);
-    out.emplace(std::move(req.id));
-}
-
 // Starts an operation with a handler that hands its arguments to a future.
 template <typename... Args, typename Start>
 std::future<std::tuple<Args...>> start_op(Start start) {
@@ -109,10 +100,8 @@ BOOST_AUTO_TEST_CASE(refused_while_an_event_is_queued_or_expected) {
         std::optional<cm_id> server;
         auto accepted = asio::co_spawn(t[0], accept_into(l, server), asio::use_future);
         cm_id client(a);
-        connect_options o;
-        o.qp = rc_qp_attr();
         auto [cec, cev] = result_of<error_code, cm_event>(
-            [&](auto h) { async_connect(client, device_endpoint(l.local_endpoint().port()), o, h); });
+            [&](auto h) { async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), h); });
         BOOST_REQUIRE_MESSAGE(!cec, cec.message());
         BOOST_REQUIRE(ready_within(accepted));
 
@@ -152,10 +141,8 @@ BOOST_AUTO_TEST_CASE(an_event_in_the_kernel_queue_undoes_the_move) {
         std::optional<cm_id> server;
         auto accepted = asio::co_spawn(t[0], accept_into(l, server), asio::use_future);
         cm_id client(a);
-        connect_options o;
-        o.qp = rc_qp_attr();
         bool connected = false;
-        async_connect(client, device_endpoint(l.local_endpoint().port()), o, [&](error_code ec, cm_event) {
+        async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event) {
             BOOST_TEST(!ec);
             connected = true;
         });

@@ -64,6 +64,22 @@ struct channel_fixture {
     ~channel_fixture() { report_thread_checks(); }
 };
 
+// Connect options that create a small RC queue pair before connecting.
+inline connect_options with_qp() {
+    connect_options o;
+    o.qp = rc_qp_attr();
+    return o;
+}
+
+// Accepts one connection on `l` into `out` (with a queue pair), on the listener's executor.
+inline asio::awaitable<void> accept_into(listener& l, std::optional<cm_id>& out) {
+    auto req = co_await l.async_accept(asio::use_awaitable);
+    auto attr = rc_qp_attr();
+    req.id.create_qp(attr);
+    co_await req.id.async_accept(conn_params{}, asio::use_awaitable);
+    out.emplace(std::move(req.id));
+}
+
 // A listener on the test device, bound to a free port.
 inline listener make_listener(event_channel& ch) {
     listener l(ch);
