@@ -90,20 +90,9 @@ BOOST_AUTO_TEST_CASE(queued_and_read_events_move_exactly_once) {
         event_channel server_ch(t[0]), a(ctx_a), b(t[1]);
         auto l = make_listener(server_ch);
         std::optional<cm_id> server;
-        auto accepted = asio::co_spawn(t[0], accept_into(l, server), asio::use_future);
         cm_id client(a);
-        bool connected = false;
-        async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event) {
-            RDMACM_TEST_MT(!ec);
-            connected = true;
-        });
-        BOOST_REQUIRE(run_until(ctx_a, [&] { return connected; }));
-        BOOST_REQUIRE(ready_within(accepted));
-
         // The peer disconnects while A is not running: DISCONNECTED waits in A's kernel queue.
-        server->async_disconnect(asio::detached);
-        pollfd p{a.native_handle()->fd, POLLIN, 0};
-        BOOST_REQUIRE(::poll(&p, 1, 10000) == 1);
+        connect_and_queue_peer_disconnect(ctx_a, a, client, l, t[0], server);
         const auto before = a.events_read() + b.events_read();
 
         std::atomic<bool> migrated = false;

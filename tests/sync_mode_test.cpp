@@ -139,20 +139,9 @@ BOOST_AUTO_TEST_CASE(an_event_in_the_kernel_queue_undoes_the_move) {
         event_channel server_ch(t[0]), a(ctx_a);
         auto l = make_listener(server_ch);
         std::optional<cm_id> server;
-        auto accepted = asio::co_spawn(t[0], accept_into(l, server), asio::use_future);
         cm_id client(a);
-        bool connected = false;
-        async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event) {
-            BOOST_TEST(!ec);
-            connected = true;
-        });
-        BOOST_REQUIRE(run_until(ctx_a, [&] { return connected; }));
-        BOOST_REQUIRE(ready_within(accepted));
-
         // The peer's DISCONNECTED waits in A's kernel queue (A does not run meanwhile).
-        server->async_disconnect(asio::detached);
-        pollfd p{a.native_handle()->fd, POLLIN, 0};
-        BOOST_REQUIRE(::poll(&p, 1, 10'000) == 1);
+        connect_and_queue_peer_disconnect(ctx_a, a, client, l, t[0], server);
 
         std::optional<error_code> migrated;
         client.async_migrate(synchronous, [&](error_code ec) { migrated = ec; });

@@ -12,7 +12,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
+
+#include <poll.h>
 
 #include <chrono>
 #include <exception>
@@ -78,6 +81,24 @@ inline asio::awaitable<void> accept_into(listener& l, std::optional<cm_id>& out)
     req.id.create_qp(attr);
     co_await req.id.async_accept(conn_params{}, asio::use_awaitable);
     out.emplace(std::move(req.id));
+}
+
+// Connects `client`, whose channel `ch` runs on `ctx` (run here, by hand), to `l` (served
+// on `server_ctx` by another thread) into `server`; then the server disconnects, and this
+// returns once its DISCONNECTED waits, unread, in the kernel queue of `ch`.
+inline void connect_and_queue_peer_disconnect(asio::io_context& ctx, event_channel& ch, cm_id& client, listener& l,
+                                              asio::io_context& server_ctx, std::optional<cm_id>& server) {
+    auto accepted = asio::co_spawn(server_ctx, accept_into(l, server), asio::use_future);
+    bool connected = false;
+    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event) {
+        BOOST_TEST(!ec, ec.message());
+        connected = true;
+    });
+    BOOST_REQUIRE(run_until(ctx, [&] { return connected; }));
+    BOOST_REQUIRE(accepted.wait_for(30s) == std::future_status::ready);
+    server->async_disconnect([](error_code) {});
+    pollfd p{ch.native_handle()->fd, POLLIN, 0};
+    BOOST_REQUIRE(::poll(&p, 1, 10'000) == 1);
 }
 
 // A listener on the test device, bound to a free port.
