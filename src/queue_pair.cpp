@@ -165,7 +165,8 @@ void qp_impl::poll(const void* by) {
         res.unacked = 0;
     }
     std::array<ibv_wc, poll_batch> wc;
-    std::vector<completion> done;
+    auto& done = polled_; // its storage is reused: no allocation per wake-up
+    done.clear();
     for (bool armed = false;;) {
         int n;
         while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0) {

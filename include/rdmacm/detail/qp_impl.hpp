@@ -97,8 +97,9 @@ private:
     std::uint64_t next_wr_id_ = 1;
     bool closed_ = false;
     bool moving_ = false;
-    bool broken_ = false;          // in error (a work request failed, or the connection is gone)
-    std::vector<completion> held_; // while moving
+    bool broken_ = false;            // in error (a work request failed, or the connection is gone)
+    std::vector<completion> held_;   // while moving
+    std::vector<completion> polled_; // poll()'s batch (under the poll lock)
 };
 
 } // namespace rdmacm::detail
