@@ -22,7 +22,7 @@ awaitable<void> serve(rdmacm::connection_request request, int n, std::uint32_t c
     try {
         const std::uint32_t depth = std::max<std::uint32_t>(count, 1);
         rdmacm::queue_pair qp(conn, {.max_send_wr = depth, .max_recv_wr = depth});
-        receive_queue replies(qp, depth, size); // posted before the accept
+        receive_queue replies(qp, depth, size, co_await asio::this_coro::executor); // posted before the accept
         std::vector<std::byte> out(size, std::byte{0x5a});
         rdmacm::memory_region out_mr(qp.pd(), out);
         co_await conn.async_accept({}, use_awaitable);

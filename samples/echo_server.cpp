@@ -4,36 +4,20 @@
 // straight back, until the peer disconnects (its receives are then flushed). It speaks
 // with rdma-core's `ucmatose` client (which checks that as many messages come back as it
 // sent) and takes `cmtime`'s connections. SIGINT or SIGTERM stops it cleanly.
-#include "receive_queue.hpp"
+#include "echo.hpp"
 #include "sample_server.hpp"
 
 #include <iostream>
 
-namespace asio = boost::asio;
-using asio::awaitable;
-using asio::use_awaitable;
-
 namespace {
 
-constexpr std::size_t depth = 64, message_size = 4096;
-
-awaitable<void> serve(rdmacm::connection_request request, int n) {
+boost::asio::awaitable<void> serve(rdmacm::connection_request request, int n) {
     rdmacm::cm_id conn = std::move(request.id);
     sample::live live(conn);
     std::size_t echoed = 0;
     try {
-        rdmacm::queue_pair qp(conn, {.max_send_wr = depth, .max_recv_wr = depth});
-        receive_queue received(qp, depth, message_size); // posted before the accept
-        co_await conn.async_accept({}, use_awaitable);
-        std::cout << "server: connection " << n << " from " << conn.remote_endpoint() << std::endl;
-        for (;;) {
-            auto [ec, length, slot] = co_await received.async_next(asio::as_tuple(use_awaitable));
-            if (ec) break; // flushed: the peer has gone
-            co_await qp.async_send(received.region(), received.slot(slot).first(length), use_awaitable);
-            received.post(slot);
-            ++echoed;
-        }
-        co_await conn.async_disconnect(use_awaitable);
+        echoed = co_await sample::echo(
+            conn, [&] { std::cout << "server: connection " << n << " from " << conn.remote_endpoint() << std::endl; });
     } catch (const boost::system::system_error& e) {
         std::cout << "server: connection " << n << ": " << e.what() << std::endl;
     }

@@ -4,6 +4,7 @@
 // a message that finds no receive posted breaks the connection.)
 #include <rdmacm/rdmacm.hpp>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/experimental/channel.hpp>
 
 #include <memory>
@@ -15,10 +16,12 @@ public:
     using completions = boost::asio::experimental::channel<void(rdmacm::error_code, std::size_t, std::size_t)>;
 
     // Registers `depth` slots of `slot_size` bytes on `qp`'s protection domain and posts a
-    // receive into each.
-    receive_queue(rdmacm::queue_pair& qp, std::size_t depth, std::size_t slot_size)
+    // receive into each. Completions are queued on `ex`, the reading coroutine's executor
+    // (the channel is not thread-safe: a pooled connection's coroutine runs on its strand).
+    receive_queue(rdmacm::queue_pair& qp, std::size_t depth, std::size_t slot_size,
+                  const boost::asio::any_io_executor& ex)
         : qp_(qp), slot_size_(slot_size), buffer_(depth * slot_size), mr_(qp.pd(), buffer_),
-          completions_(std::make_shared<completions>(qp.get_executor(), depth)) {
+          completions_(std::make_shared<completions>(ex, depth)) {
         for (std::size_t i = 0; i < depth; ++i) post(i);
     }
 
@@ -31,7 +34,9 @@ public:
         // The channel outlives this object in the handler: receives still posted when the
         // connection goes complete after it (aborted or flushed).
         qp_.async_receive(mr_, slot(i),
-                          [c = completions_, i](rdmacm::error_code ec, std::size_t n) { c->try_send(ec, n, i); });
+                          boost::asio::bind_executor(
+                              completions_->get_executor(),
+                              [c = completions_, i](rdmacm::error_code ec, std::size_t n) { c->try_send(ec, n, i); }));
     }
 
 private:

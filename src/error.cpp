@@ -43,6 +43,8 @@ public:
                    "(wait for it, or read it with next_event, first)";
         case errc::buffer_not_registered: return "the buffer does not lie inside the memory region given with it";
         case errc::remote_buffer_too_small: return "more data than the peer's remote buffer holds";
+        case errc::no_such_shard: return "no such shard in the pool";
+        case errc::pool_stopped: return "the shard pool is stopping";
         }
         return "asio-rdmacm error " + std::to_string(ev);
     }

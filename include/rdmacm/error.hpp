@@ -41,6 +41,8 @@ enum class errc {
     event_pending,                ///< an event of the id is queued or expected: read it first
     buffer_not_registered,        ///< a data operation's buffer is not inside its memory region
     remote_buffer_too_small,      ///< more data than the peer's remote buffer holds
+    no_such_shard,                ///< a shard index (given, or from a placement) out of range
+    pool_stopped,                 ///< the shard pool is stopping or stopped
 };
 
 /// The category of `errc` values ("asio-rdmacm").

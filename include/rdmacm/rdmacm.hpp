@@ -3,6 +3,7 @@
 /// All of asio-rdmacm.
 #include "rdmacm/cm_id.hpp"
 #include "rdmacm/conn_params.hpp"
+#include "rdmacm/connection.hpp"
 #include "rdmacm/connect.hpp"
 #include "rdmacm/connection_request.hpp"
 #include "rdmacm/endpoint.hpp"
@@ -11,5 +12,8 @@
 #include "rdmacm/event_channel.hpp"
 #include "rdmacm/listener.hpp"
 #include "rdmacm/memory_region.hpp"
+#include "rdmacm/placement.hpp"
 #include "rdmacm/qp_attr.hpp"
 #include "rdmacm/queue_pair.hpp"
+#include "rdmacm/rebalance.hpp"
+#include "rdmacm/shard_pool.hpp"

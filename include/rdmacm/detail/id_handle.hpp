@@ -20,6 +20,8 @@ public:
     /// The librdmacm id (still owned by this object); nullptr when closed.
     rdma_cm_id* native_handle() const noexcept { return impl_ && !impl_->closed() ? impl_->native() : nullptr; }
     bool is_open() const noexcept { return native_handle() != nullptr; }
+    /// For the library's own classes.
+    const std::shared_ptr<id_impl>& impl() const noexcept { return impl_; }
 
     /// Aborts every outstanding operation: their handlers get operation_aborted. CM work
     /// already started in the kernel (a resolution, a connect) goes on, its events are

@@ -1,0 +1,98 @@
+#pragma once
+// The shard pool's core, compiled once: shards (io_context + thread + event channel), the
+// registry of pooled connections, placement, moves, rebalancing and stop. Every method may
+// be called from any thread; one mutex guards the registry and the shards' channels.
+#include "rdmacm/connection.hpp"
+#include "rdmacm/connection_request.hpp"
+#include "rdmacm/event_channel.hpp"
+#include "rdmacm/placement.hpp"
+#include "rdmacm/rebalance.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace rdmacm {
+class listener;
+}
+
+namespace rdmacm::detail {
+
+class id_impl;
+struct serve_loop;
+
+// What the pool knows of a connection; shared with the connection object.
+struct pooled_state {
+    std::uint64_t key = 0;
+    std::shared_ptr<std::atomic<boost::asio::io_context*>> home; // where its strand runs
+    std::weak_ptr<id_impl> id;
+    std::weak_ptr<pool_impl> pool;
+    std::atomic<std::size_t> shard{0};
+    std::atomic<double> load{0};
+    bool moving = false; // under the pool's mutex
+};
+
+class pool_impl : public std::enable_shared_from_this<pool_impl> {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using void_handler = boost::asio::any_completion_handler<void(error_code)>;
+    using place_handler = boost::asio::any_completion_handler<void(error_code, connection)>;
+    using rebalance_handler = boost::asio::any_completion_handler<void(error_code, rebalance_report)>;
+    using serve_function = std::function<boost::asio::awaitable<void>(connection)>;
+
+    static std::shared_ptr<pool_impl> create(std::size_t shards, placement_policy placement);
+    ~pool_impl();
+
+    std::size_t size() const noexcept { return shards_.size(); }
+    executor_type get_executor(std::size_t shard) const;
+    boost::asio::io_context& context(std::size_t shard);
+    std::vector<std::size_t> connection_counts() const;
+    std::vector<connection_load> snapshot() const;
+    std::optional<std::size_t> running_shard() const noexcept;
+
+    void place(connection_request request, place_handler handler);
+    void serve(listener& l, serve_function serve, void_handler handler);
+    void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler);
+    void rebalance(const rebalance_plan& plan, rebalance_handler handler);
+    enum class stop_mode { close, drain };
+    void stop(stop_mode mode);
+
+    void remove(pooled_state& state) noexcept;
+
+private:
+    struct shard {
+        boost::asio::io_context context{1};
+        std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard;
+        std::optional<event_channel> channel; // under mutex_; released at stop
+        std::thread thread;
+        std::size_t connections = 0; // under mutex_
+    };
+    explicit pool_impl(placement_policy placement) : placement_(std::move(placement)) {}
+    void run(shard& s) noexcept;
+    bool on_pool_thread() const noexcept;
+    void accept_next(std::shared_ptr<serve_loop> loop);
+    void join();
+    static connection failed_connection(const executor_type& ex) { return {cm_id(ex), {}, nullptr, ex}; }
+
+    mutable std::mutex mutex_;
+    placement_policy placement_;
+    std::deque<shard> shards_;
+    std::vector<std::thread::id> thread_ids_; // set at creation, read from any thread
+    std::unordered_map<std::uint64_t, std::shared_ptr<pooled_state>> connections_;
+    std::vector<std::weak_ptr<id_impl>> listeners_;
+    std::uint64_t next_key_ = 1;
+    std::atomic<bool> stopping_ = false; // set once, never cleared
+    std::once_flag joined_;
+};
+
+} // namespace rdmacm::detail

@@ -1,0 +1,138 @@
+#pragma once
+/// @file
+/// `rdmacm::shard_pool`: a server sharded over several io_contexts, with live rebalancing.
+#include "rdmacm/connection.hpp"
+#include "rdmacm/detail/async_start.hpp"
+#include "rdmacm/detail/pool_impl.hpp"
+#include "rdmacm/listener.hpp"
+#include "rdmacm/placement.hpp"
+#include "rdmacm/rebalance.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace rdmacm {
+
+/// N shards, each an io_context run by a thread of its own with an event channel of its own.
+/// Connection requests accepted anywhere are placed on a shard (`placement_policy`), their
+/// ids moved there before they are accepted; connections can later be moved between shards
+/// live (`async_move`, `async_rebalance`), their data path and pending operations with them.
+///
+/// Every asynchronous function's handler runs on its associated executor, by default the
+/// executor named in its description; none runs inside the initiating call.
+///
+/// Thread safety: every member function may be called from any thread, including the
+/// shards' own. Lifetime: connections, listeners being served and operations in flight must
+/// end before the pool is destroyed (`stop()` ends them); the pool must not be destroyed on
+/// one of its own threads.
+class shard_pool {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    enum class stop_mode {
+        close, ///< close every connection: its operations complete with operation_aborted
+        drain  ///< let every connection end on its own
+    };
+
+    /// Starts `shards` threads (at least one). Throws system_error if an event channel cannot
+    /// be created ("rdma_create_event_channel"), errc::no_such_shard for 0 shards.
+    explicit shard_pool(std::size_t shards, placement_policy placement = round_robin());
+    shard_pool(const shard_pool&) = delete;
+    shard_pool& operator=(const shard_pool&) = delete;
+    /// `stop(stop_mode::close)`.
+    ~shard_pool() { stop(stop_mode::close); }
+
+    std::size_t size() const noexcept { return impl_->size(); }
+    /// Shard `i`'s io_context executor (throws std::out_of_range past the end).
+    executor_type get_executor(std::size_t i) const { return impl_->get_executor(i); }
+    boost::asio::io_context& context(std::size_t i) { return impl_->context(i); }
+    /// Connections on each shard now.
+    std::vector<std::size_t> connection_counts() const { return impl_->connection_counts(); }
+    /// Every connection's key, shard and load now, oldest first.
+    std::vector<connection_load> snapshot() const { return impl_->snapshot(); }
+    /// The shard whose thread calls this; empty on any other thread.
+    std::optional<std::size_t> running_shard() const noexcept { return impl_->running_shard(); }
+
+    /// Places a connection request (from any listener) on the shard the placement policy
+    /// picks: the request's id moves to that shard's event channel, then the handler gets the
+    /// connection, still to be accepted (or rejected) by its new owner.
+    ///
+    /// Signature: `void(error_code, connection)`. Errors: errc::pool_stopped,
+    /// errc::no_such_shard (from the placement), errc::not_open, the migration's errors; the
+    /// request is then rejected. Executor: the handler's, by default the chosen shard's.
+    /// Cancellation: none (the move is short).
+    template <typename Token>
+    auto async_place(connection_request request, Token&& token) {
+        return detail::async_start<void(error_code, connection)>(
+            get_executor(0), std::forward<Token>(token), [impl = impl_, r = std::move(request)](auto handler) mutable {
+                impl->place(std::move(r), std::move(handler));
+            });
+    }
+
+    /// Accepts connection requests from `l` until it is closed or the pool stops, places
+    /// each, and spawns `serve(connection)` (a function returning `awaitable<void>`) on the
+    /// connection's executor: the coroutine starts on its shard and follows the connection
+    /// when it moves. A coroutine's exception ends that connection only (closes it). Requests
+    /// that cannot be placed are rejected.
+    ///
+    /// Signature: `void(error_code)`: the error that ended accepting (operation_aborted when
+    /// the listener was closed or the pool stopped). Executor: the handler's, by default the
+    /// listener's. Lifetime: `l` must outlive the operation. Cancellation: close the
+    /// listener (or stop the pool): requests not yet accepted are rejected.
+    template <typename Serve, typename Token>
+    auto async_serve(listener& l, Serve serve, Token&& token) {
+        return detail::async_start<void(error_code)>(
+            l.get_executor(), std::forward<Token>(token),
+            [impl = impl_, &l, s = detail::pool_impl::serve_function(std::move(serve))](auto handler) mutable {
+                impl->serve(l, std::move(s), std::move(handler));
+            });
+    }
+
+    /// Moves a live connection to shard `to`: its id (`rdma_migrate_id` to that shard's
+    /// event channel), its queue pair's completion channel, and its strand — handlers
+    /// pending on the connection's executor run on the new shard, in order, none lost. Works
+    /// while the connection carries traffic.
+    ///
+    /// Signature: `void(error_code)`. Errors: errc::not_open (the connection closed),
+    /// errc::no_such_shard, errc::operation_in_progress (already moving), errc::pool_stopped,
+    /// the migration's errors (the connection then stays where it was). Moving to the shard
+    /// it is on succeeds at once. Executor: the handler's, by default shard `to`'s (shard
+    /// 0's when `to` is out of range). Cancellation: none.
+    template <typename Token>
+    auto async_move(const connection& c, std::size_t to, Token&& token) {
+        return detail::async_start<void(error_code)>(
+            get_executor(to < size() ? to : 0), std::forward<Token>(token),
+            [impl = impl_, s = c.state(), to](auto handler) { impl->move(s, to, std::move(handler)); });
+    }
+
+    /// Takes a snapshot, asks `plan` which connections to move, and moves them all (at once).
+    ///
+    /// Signature: `void(error_code, rebalance_report)`: the counts before and after, the
+    /// moves made and those that failed (a connection that closed meanwhile). Errors:
+    /// errc::pool_stopped, errc::no_such_shard (the plan named one). Executor: the handler's,
+    /// by default shard 0's. Cancellation: none.
+    template <typename Token>
+    auto async_rebalance(rebalance_plan plan, Token&& token) {
+        return detail::async_start<void(error_code, rebalance_report)>(
+            get_executor(0), std::forward<Token>(token),
+            [impl = impl_, p = std::move(plan)](auto handler) { impl->rebalance(p, std::move(handler)); });
+    }
+
+    /// Stops: closes the listeners being served (their pending requests are rejected) and
+    /// refuses new placements and moves; then closes every connection (`close`) or lets each
+    /// end on its own (`drain`); then waits for every shard's io_context to run out of work
+    /// and joins the threads. Called on one of the pool's threads it does not wait (the
+    /// destructor does). Idempotent.
+    void stop(stop_mode mode = stop_mode::close) {
+        impl_->stop(mode == stop_mode::close ? detail::pool_impl::stop_mode::close
+                                             : detail::pool_impl::stop_mode::drain);
+    }
+
+private:
+    std::shared_ptr<detail::pool_impl> impl_;
+};
+
+} // namespace rdmacm

@@ -1,0 +1,90 @@
+#pragma once
+// The samples' echo service on one connection request's id: a queue pair with receives
+// posted, accept, send every message straight back until the peer disconnects (its receives
+// are then flushed), disconnect. Runs on the calling coroutine's executor.
+#include "receive_queue.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace sample {
+
+constexpr std::size_t echo_depth = 64, echo_message_size = 4096;
+
+// Returns how many messages were echoed; `on_established` is called once connected,
+// `on_echo` after each message sent back.
+template <typename OnEstablished, typename OnEcho = void (*)()>
+boost::asio::awaitable<std::size_t> echo(
+    rdmacm::cm_id& conn, OnEstablished on_established, OnEcho on_echo = [] {}) {
+    namespace asio = boost::asio;
+    rdmacm::queue_pair qp(conn, {.max_send_wr = echo_depth, .max_recv_wr = echo_depth});
+    receive_queue received(qp, echo_depth, echo_message_size, co_await asio::this_coro::executor);
+    co_await conn.async_accept({}, asio::use_awaitable); // receives posted before
+    on_established();
+    std::size_t echoed = 0;
+    for (;;) {
+        auto [ec, length, slot] = co_await received.async_next(asio::as_tuple(asio::use_awaitable));
+        if (ec) break; // flushed: the peer has gone
+        co_await qp.async_send(received.region(), received.slot(slot).first(length), asio::use_awaitable);
+        received.post(slot);
+        ++echoed;
+        on_echo();
+    }
+    co_await conn.async_disconnect(asio::use_awaitable);
+    co_return echoed;
+}
+
+// A client of the echo service: numbered messages of `size` bytes (at least 8), one at a
+// time, each echo checked byte for byte.
+class echo_peer {
+public:
+    static boost::asio::awaitable<std::unique_ptr<echo_peer>>
+    connect(rdmacm::event_channel& channel, const rdmacm::endpoint& server, std::size_t size) {
+        namespace asio = boost::asio;
+        using namespace std::chrono_literals;
+        rdmacm::cm_id id(channel);
+        co_await id.async_resolve_address(server, 2s, asio::use_awaitable);
+        co_await id.async_resolve_route(2s, asio::use_awaitable);
+        std::unique_ptr<echo_peer> peer(new echo_peer(std::move(id), size, co_await asio::this_coro::executor));
+        co_await peer->id_.async_connect({}, asio::use_awaitable); // receives posted before
+        co_return peer;
+    }
+
+    rdmacm::cm_id& id() { return id_; }
+
+    // Sends message `n`, waits for its echo; throws if it differs or the connection broke.
+    boost::asio::awaitable<void> round_trip(std::uint64_t n) {
+        namespace asio = boost::asio;
+        std::memcpy(out_.data(), &n, sizeof n);
+        for (std::size_t b = sizeof n; b < out_.size(); ++b) out_[b] = std::byte(static_cast<unsigned char>(n + b));
+        co_await qp_.async_send(out_mr_, out_, asio::use_awaitable);
+        auto [ec, length, slot] = co_await echoes_.async_next(asio::as_tuple(asio::use_awaitable));
+        if (ec) throw boost::system::system_error(ec, "receive");
+        if (length != out_.size() || std::memcmp(echoes_.slot(slot).data(), out_.data(), out_.size()) != 0)
+            throw std::runtime_error("echo of message " + std::to_string(n) + " differs from what was sent");
+        echoes_.post(slot);
+    }
+
+    boost::asio::awaitable<void> disconnect() { co_await id_.async_disconnect(boost::asio::use_awaitable); }
+
+private:
+    echo_peer(rdmacm::cm_id id, std::size_t size, const boost::asio::any_io_executor& ex)
+        : id_(std::move(id)), qp_(id_, {.max_send_wr = 4, .max_recv_wr = 4}), echoes_(qp_, 4, size, ex), out_(size),
+          out_mr_(qp_.pd(), out_) {}
+
+    rdmacm::cm_id id_;
+    rdmacm::queue_pair qp_;
+    receive_queue echoes_;
+    std::vector<std::byte> out_;
+    rdmacm::memory_region out_mr_;
+};
+
+} // namespace sample

@@ -1,0 +1,325 @@
+// The shard pool: placing a request is a migration of its id to the chosen shard's channel;
+// moving a connection is a migration plus a retarget of its strand (follow_executor), done
+// when the migration has completed, so its handlers are on the new shard from then on (the
+// strand keeps them in order across the switch). Counts per shard change under the pool's
+// mutex with the registry.
+#include "rdmacm/detail/pool_impl.hpp"
+
+#include "rdmacm/detail/follow_executor.hpp"
+#include "rdmacm/detail/id_impl.hpp"
+#include "rdmacm/listener.hpp"
+#include "rdmacm/shard_pool.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <exception>
+
+namespace rdmacm {
+
+shard_pool::shard_pool(std::size_t shards, placement_policy placement)
+    : impl_(detail::pool_impl::create(shards, std::move(placement))) {}
+
+namespace detail {
+namespace {
+
+// Runs `handler(args...)` on its associated executor (default `fallback`): posted when
+// called from an initiating function, dispatched from a completion.
+enum class from { initiation, completion };
+template <typename Handler, typename... Args>
+void deliver(from where, const pool_impl::executor_type& fallback, Handler handler, Args&&... args) {
+    auto bound = boost::asio::append(std::move(handler), std::forward<Args>(args)...);
+    if (where == from::initiation) {
+        boost::asio::post(fallback, std::move(bound));
+    } else {
+        auto ex = boost::asio::get_associated_executor(bound, fallback);
+        boost::asio::dispatch(ex, std::move(bound));
+    }
+}
+
+} // namespace
+
+std::shared_ptr<pool_impl> pool_impl::create(std::size_t n, placement_policy placement) {
+    if (n == 0) throw boost::system::system_error(make_error_code(errc::no_such_shard), "shard_pool: 0 shards");
+    std::shared_ptr<pool_impl> self(new pool_impl(placement ? std::move(placement) : round_robin()));
+    for (std::size_t i = 0; i < n; ++i) {
+        auto& s = self->shards_.emplace_back();
+        s.guard.emplace(s.context.get_executor());
+        s.channel.emplace(s.context); // may throw: before any thread starts
+    }
+    for (auto& s : self->shards_) {
+        s.thread = std::thread([raw = self.get(), &s] { raw->run(s); });
+        self->thread_ids_.push_back(s.thread.get_id());
+    }
+    return self;
+}
+
+pool_impl::~pool_impl() {
+    for (auto& s : shards_)
+        if (s.thread.joinable()) {
+            s.guard.reset();
+            s.channel.reset();
+            s.thread.join();
+        }
+}
+
+void pool_impl::run(shard& s) noexcept {
+    for (;;) {
+        try {
+            s.context.run();
+            return;
+        } catch (...) {
+            // A handler threw: that handler is done, the shard keeps serving the others.
+        }
+    }
+}
+
+std::optional<std::size_t> pool_impl::running_shard() const noexcept {
+    auto it = std::find(thread_ids_.begin(), thread_ids_.end(), std::this_thread::get_id());
+    if (it == thread_ids_.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - thread_ids_.begin());
+}
+
+bool pool_impl::on_pool_thread() const noexcept { return running_shard().has_value(); }
+
+pool_impl::executor_type pool_impl::get_executor(std::size_t i) const {
+    return const_cast<boost::asio::io_context&>(shards_.at(i).context).get_executor();
+}
+
+boost::asio::io_context& pool_impl::context(std::size_t i) { return shards_.at(i).context; }
+
+std::vector<std::size_t> pool_impl::connection_counts() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::size_t> counts;
+    for (const auto& s : shards_) counts.push_back(s.connections);
+    return counts;
+}
+
+std::vector<connection_load> pool_impl::snapshot() const {
+    std::lock_guard lock(mutex_);
+    std::vector<connection_load> all;
+    all.reserve(connections_.size());
+    for (const auto& [key, s] : connections_) all.push_back({key, s->shard.load(), s->load.load()});
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.key < b.key; }); // oldest first
+    return all;
+}
+
+void pool_impl::remove(pooled_state& state) noexcept {
+    std::lock_guard lock(mutex_);
+    if (connections_.erase(state.key) != 0) --shards_[state.shard].connections;
+}
+
+void pool_impl::place(connection_request request, place_handler handler) {
+    auto id = request.id.impl();
+    std::unique_lock lock(mutex_);
+    error_code ec;
+    std::size_t to = 0;
+    if (stopping_)
+        ec = errc::pool_stopped;
+    else if (!request.id.is_open())
+        ec = errc::not_open;
+    else {
+        std::vector<std::size_t> counts;
+        for (const auto& s : shards_) counts.push_back(s.connections);
+        to = placement_(counts, request);
+        if (to >= shards_.size()) ec = errc::no_such_shard;
+    }
+    if (ec) {
+        lock.unlock();
+        auto ex = get_executor(0);
+        deliver(from::initiation, ex, std::move(handler), ec, failed_connection(ex));
+        return; // the request's id goes with it: rejected
+    }
+    auto state = std::make_shared<pooled_state>();
+    state->key = next_key_++;
+    state->home = std::make_shared<follow_executor::home>(&shards_[to].context);
+    state->id = id;
+    state->pool = weak_from_this();
+    state->shard = to;
+    state->moving = true;
+    connections_.emplace(state->key, state);
+    ++shards_[to].connections;
+    auto target = shards_[to].channel->impl();
+    executor_type ex = shards_[to].context.get_executor();
+    lock.unlock();
+
+    id->migrate(target, ex,
+                [self = shared_from_this(), state, request = std::move(request), handler = std::move(handler),
+                 ex](error_code migrated) mutable {
+                    if (migrated) {
+                        self->remove(*state);
+                        deliver(from::completion, ex, std::move(handler), migrated, failed_connection(ex));
+                        return;
+                    }
+                    {
+                        std::lock_guard relock(self->mutex_);
+                        state->moving = false;
+                    }
+                    executor_type strand = boost::asio::strand<follow_executor>(follow_executor(state->home));
+                    connection c(std::move(request.id), request.event, state, std::move(strand));
+                    deliver(from::completion, ex, std::move(handler), migrated, std::move(c));
+                });
+}
+
+// One listener served: accept, place, spawn; again until accepting fails.
+struct serve_loop {
+    std::shared_ptr<pool_impl> pool;
+    listener& source;
+    pool_impl::serve_function serve;
+    pool_impl::void_handler done;
+};
+
+void pool_impl::serve(listener& l, serve_function serve, void_handler handler) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!stopping_) listeners_.push_back(l.impl());
+    }
+    if (stopping_) {
+        deliver(from::initiation, l.get_executor(), std::move(handler), error_code(errc::pool_stopped));
+        return;
+    }
+    accept_next(std::make_shared<serve_loop>(serve_loop{shared_from_this(), l, std::move(serve), std::move(handler)}));
+}
+
+void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
+    auto& source = loop->source;
+    source.async_accept([loop = std::move(loop)](error_code ec, connection_request request) mutable {
+        if (ec) {
+            deliver(from::completion, loop->source.get_executor(), std::move(loop->done), ec);
+            return;
+        }
+        loop->pool->place(std::move(request), [serve = loop->serve](error_code placed, connection c) {
+            if (placed) return; // rejected
+            auto ex = c.get_executor();
+            boost::asio::co_spawn(ex, serve(std::move(c)), [](const std::exception_ptr&) {});
+        });
+        auto pool = loop->pool;
+        pool->accept_next(std::move(loop));
+    });
+}
+
+void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler) {
+    std::unique_lock lock(mutex_);
+    auto fallback = get_executor(to < shards_.size() ? to : 0);
+    auto id = state ? state->id.lock() : nullptr;
+    error_code ec;
+    if (stopping_)
+        ec = errc::pool_stopped;
+    else if (!id || !connections_.contains(state->key))
+        ec = errc::not_open;
+    else if (to >= shards_.size())
+        ec = errc::no_such_shard;
+    else if (state->moving)
+        ec = errc::operation_in_progress;
+    if (ec || state->shard == to) {
+        lock.unlock();
+        deliver(from::initiation, fallback, std::move(handler), ec);
+        return;
+    }
+    state->moving = true;
+    auto target = shards_[to].channel->impl();
+    lock.unlock();
+
+    id->migrate(
+        target, fallback,
+        [self = shared_from_this(), state, to, handler = std::move(handler), fallback](error_code migrated) mutable {
+            {
+                std::lock_guard relock(self->mutex_);
+                state->moving = false;
+                if (!migrated) {
+                    if (self->connections_.contains(state->key)) {
+                        --self->shards_[state->shard].connections;
+                        ++self->shards_[to].connections;
+                    }
+                    state->shard = to;
+                    state->home->store(&self->shards_[to].context);
+                }
+            }
+            deliver(from::completion, fallback, std::move(handler), migrated);
+        });
+}
+
+// One rebalance: its moves run at once; the last to complete reports.
+struct rebalance_op {
+    // Boost 1.81's any_completion_handler move assignment recurses: constructed in place.
+    rebalance_op(rebalance_report r, std::size_t n, pool_impl::rebalance_handler h)
+        : report(std::move(r)), remaining(n), handler(std::move(h)) {}
+    std::mutex mutex;
+    rebalance_report report;
+    std::size_t remaining;
+    pool_impl::rebalance_handler handler;
+};
+
+void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler) {
+    auto fallback = get_executor(0);
+    rebalance_report report;
+    report.before = connection_counts();
+    auto moves = stopping_ ? std::vector<planned_move>{} : plan(snapshot(), shards_.size());
+    error_code ec;
+    if (stopping_)
+        ec = errc::pool_stopped;
+    else if (std::any_of(moves.begin(), moves.end(),
+                         [&](const auto& m) { return m.to >= shards_.size() || m.from >= shards_.size(); }))
+        ec = errc::no_such_shard;
+    if (ec || moves.empty()) {
+        report.after = report.before;
+        deliver(from::initiation, fallback, std::move(handler), ec, std::move(report));
+        return;
+    }
+    auto op = std::make_shared<rebalance_op>(std::move(report), moves.size(), std::move(handler));
+    for (const auto& m : moves) {
+        std::shared_ptr<pooled_state> state;
+        {
+            std::lock_guard lock(mutex_);
+            if (auto it = connections_.find(m.key); it != connections_.end()) state = it->second;
+        }
+        move(state, m.to, [self = shared_from_this(), op, m, fallback](error_code moved) {
+            std::lock_guard lock(op->mutex);
+            if (moved)
+                op->report.failed.emplace_back(m, moved);
+            else
+                op->report.moved.push_back(m);
+            if (--op->remaining != 0) return;
+            op->report.after = self->connection_counts();
+            deliver(from::completion, fallback, std::move(op->handler), error_code{}, std::move(op->report));
+        });
+    }
+}
+
+void pool_impl::stop(stop_mode mode) {
+    std::vector<std::shared_ptr<id_impl>> to_close;
+    {
+        std::lock_guard lock(mutex_);
+        if (!stopping_)
+            for (auto& l : listeners_)
+                if (auto id = l.lock()) to_close.push_back(std::move(id));
+        stopping_ = true;
+        listeners_.clear();
+        if (mode == stop_mode::close)
+            for (auto& [key, state] : connections_)
+                if (auto id = state->id.lock()) to_close.push_back(std::move(id));
+    }
+    for (auto& id : to_close) id->close();
+    {
+        // The ids keep their channels alive; once the last has gone, the shard runs out of work.
+        std::lock_guard lock(mutex_);
+        for (auto& s : shards_) {
+            s.channel.reset();
+            s.guard.reset();
+        }
+    }
+    if (!on_pool_thread()) join();
+}
+
+void pool_impl::join() {
+    std::call_once(joined_, [this] {
+        for (auto& s : shards_)
+            if (s.thread.joinable()) s.thread.join();
+    });
+}
+
+} // namespace detail
+} // namespace rdmacm
