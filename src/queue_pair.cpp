@@ -6,8 +6,10 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <array>
 
 namespace rdmacm {
@@ -16,6 +18,9 @@ namespace {
 
 constexpr unsigned ack_batch = 64; // CQ events acknowledged at once (each ack takes a lock)
 constexpr int poll_batch = 16;     // work completions taken per ibv_poll_cq
+// How long the device has to flush a lost connection's work requests before the rest are
+// flushed here: siw never completes those posted after its connection went.
+constexpr auto flush_grace = std::chrono::milliseconds(100);
 
 bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type& b) {
     return &boost::asio::query(a, boost::asio::execution::context) ==
@@ -188,6 +193,14 @@ void qp_impl::poll(const void* by) {
         armed = true;
     }
     std::unique_lock lock(mutex_);
+    if (flush_rest_ && !outstanding_.empty()) { // after what the device completed, in posting order
+        std::vector<std::pair<std::uint64_t, handler>> rest(std::make_move_iterator(outstanding_.begin()),
+                                                            std::make_move_iterator(outstanding_.end()));
+        outstanding_.clear();
+        std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (auto& [wr_id, h] : rest)
+            done.push_back({std::move(h), error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()), 0});
+    }
     if (moving_ || by != reader_.get()) {
         // Held while the id moves. A reader the completion channel has left hands over
         // nothing itself (its posts could be overtaken by the new reader's inline ones):
@@ -257,15 +270,30 @@ void qp_impl::end_move(const executor_type& ex) {
 }
 
 void qp_impl::connection_lost() noexcept {
+    executor_type ex;
     {
         std::lock_guard lock(mutex_);
         broken_ = true;
+        ex = executor_;
     }
     // To the error state, as librdmacm's rdma_disconnect does: the device flushes every
     // work request (each completes with IBV_WC_WR_FLUSH_ERR), none waits for the peer.
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+    // Then, after a grace period, a poll that flushes whatever the device did not.
+    auto timer = std::make_shared<boost::asio::steady_timer>(ex, flush_grace);
+    timer->async_wait([weak = weak_from_this(), timer](error_code) {
+        auto self = weak.lock();
+        if (!self) return;
+        std::shared_ptr<cq_reader> reader;
+        {
+            std::lock_guard lock(self->mutex_);
+            self->flush_rest_ = true;
+            reader = self->reader_;
+        }
+        if (reader) reader->run_on_reader([self, r = reader.get()] { self->poll(r); });
+    });
 }
 
 void qp_impl::close() noexcept {

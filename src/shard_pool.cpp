@@ -15,6 +15,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <exception>
 
@@ -77,6 +78,12 @@ void pool_impl::run(shard& s) noexcept {
     }
 }
 
+// Once stopped, the shards' contexts no longer run: refusals go to the handler's own
+// executor by way of the system executor.
+pool_impl::executor_type pool_impl::refusal_executor(std::size_t i) const {
+    return stopping_ ? executor_type(boost::asio::system_executor()) : get_executor(i);
+}
+
 std::optional<std::size_t> pool_impl::running_shard() const noexcept {
     auto it = std::find(thread_ids_.begin(), thread_ids_.end(), std::this_thread::get_id());
     if (it == thread_ids_.end()) return std::nullopt;
@@ -107,6 +114,12 @@ std::vector<connection_load> pool_impl::snapshot() const {
     return all;
 }
 
+std::shared_ptr<pooled_state> pool_impl::find(std::uint64_t key) const {
+    std::lock_guard lock(mutex_);
+    auto it = connections_.find(key);
+    return it == connections_.end() ? nullptr : it->second;
+}
+
 void pool_impl::remove(pooled_state& state) noexcept {
     std::lock_guard lock(mutex_);
     if (connections_.erase(state.key) != 0) --shards_[state.shard].connections;
@@ -129,7 +142,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
     }
     if (ec) {
         lock.unlock();
-        auto ex = get_executor(0);
+        auto ex = refusal_executor(0);
         deliver(from::initiation, ex, std::move(handler), ec, failed_connection(ex));
         return; // the request's id goes with it: rejected
     }
@@ -168,7 +181,9 @@ void pool_impl::place(connection_request request, place_handler handler) {
 struct serve_loop {
     std::shared_ptr<pool_impl> pool;
     listener& source;
-    pool_impl::serve_function serve;
+    // Shared with every coroutine it started: a lambda coroutine's captures live in the
+    // function object, which must outlive the coroutine.
+    std::shared_ptr<const pool_impl::serve_function> serve;
     pool_impl::void_handler done;
 };
 
@@ -181,7 +196,8 @@ void pool_impl::serve(listener& l, serve_function serve, void_handler handler) {
         deliver(from::initiation, l.get_executor(), std::move(handler), error_code(errc::pool_stopped));
         return;
     }
-    accept_next(std::make_shared<serve_loop>(serve_loop{shared_from_this(), l, std::move(serve), std::move(handler)}));
+    accept_next(std::make_shared<serve_loop>(serve_loop{
+        shared_from_this(), l, std::make_shared<const serve_function>(std::move(serve)), std::move(handler)}));
 }
 
 void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
@@ -191,10 +207,13 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
             deliver(from::completion, loop->source.get_executor(), std::move(loop->done), ec);
             return;
         }
-        loop->pool->place(std::move(request), [serve = loop->serve](error_code placed, connection c) {
+        loop->pool->place(std::move(request), [serve = loop->serve](error_code placed, connection c) mutable {
             if (placed) return; // rejected
             auto ex = c.get_executor();
-            boost::asio::co_spawn(ex, serve(std::move(c)), [](const std::exception_ptr&) {});
+            // The callable form: co_spawn keeps it (and with it `serve`) in the coroutine.
+            boost::asio::co_spawn(
+                ex, [serve = std::move(serve), c = std::move(c)]() mutable { return (*serve)(std::move(c)); },
+                [](const std::exception_ptr&) {});
         });
         auto pool = loop->pool;
         pool->accept_next(std::move(loop));
@@ -203,7 +222,7 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
 
 void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler) {
     std::unique_lock lock(mutex_);
-    auto fallback = get_executor(to < shards_.size() ? to : 0);
+    auto fallback = refusal_executor(to < shards_.size() ? to : 0);
     auto id = state ? state->id.lock() : nullptr;
     error_code ec;
     if (stopping_)
@@ -221,10 +240,11 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
     }
     state->moving = true;
     auto target = shards_[to].channel->impl();
+    executor_type target_ex = shards_[to].context.get_executor();
     lock.unlock();
 
     id->migrate(
-        target, fallback,
+        target, target_ex,
         [self = shared_from_this(), state, to, handler = std::move(handler), fallback](error_code migrated) mutable {
             {
                 std::lock_guard relock(self->mutex_);
@@ -254,7 +274,7 @@ struct rebalance_op {
 };
 
 void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler) {
-    auto fallback = get_executor(0);
+    auto fallback = refusal_executor(0);
     rebalance_report report;
     report.before = connection_counts();
     auto moves = stopping_ ? std::vector<planned_move>{} : plan(snapshot(), shards_.size());
@@ -271,12 +291,7 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
     }
     auto op = std::make_shared<rebalance_op>(std::move(report), moves.size(), std::move(handler));
     for (const auto& m : moves) {
-        std::shared_ptr<pooled_state> state;
-        {
-            std::lock_guard lock(mutex_);
-            if (auto it = connections_.find(m.key); it != connections_.end()) state = it->second;
-        }
-        move(state, m.to, [self = shared_from_this(), op, m, fallback](error_code moved) {
+        move(find(m.key), m.to, [self = shared_from_this(), op, m, fallback](error_code moved) {
             std::lock_guard lock(op->mutex);
             if (moved)
                 op->report.failed.emplace_back(m, moved);

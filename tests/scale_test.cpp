@@ -22,26 +22,10 @@ namespace {
 constexpr int many = 1000;
 constexpr int in_flight = 50;
 
-bool is_siw() { return test_device().name.rfind("siw", 0) == 0; }
-
-// One CQ for every QP: librdmacm would otherwise make a CQ pair and a completion channel
-// (an fd) per QP.
-struct shared_cq {
-    ibv_cq* cq = nullptr;
-    ibv_qp_init_attr attr(ibv_context* verbs) {
-        if (!cq) cq = ibv_create_cq(verbs, 4096, nullptr, nullptr, 0);
-        BOOST_REQUIRE_MESSAGE(cq, "ibv_create_cq failed");
-        auto a = rc_qp_attr();
-        a.cap.max_send_wr = a.cap.max_recv_wr = 1;
-        a.send_cq = a.recv_cq = cq;
-        return a;
-    }
-};
-
 } // namespace
 
 BOOST_AUTO_TEST_CASE(thousand_connections_through_one_channel) {
-    const int connections = is_siw() ? 20 : many;
+    const int connections = is_siw() ? siw_connection_limit : many;
     asio::io_context ctx;
     shared_cq cq;
     int server_established = 0, client_established = 0;
@@ -106,7 +90,7 @@ BOOST_AUTO_TEST_CASE(thousand_connections_through_one_channel) {
     // Everything is destroyed (off this thread); then the context runs out of work.
     ctx.run_for(60s);
     BOOST_TEST(ctx.stopped());
-    if (cq.cq) BOOST_TEST(ibv_destroy_cq(cq.cq) == 0);
+    cq.destroy();
 }
 
 BOOST_AUTO_TEST_CASE(thousand_ids_resolve_through_one_channel) {

@@ -107,6 +107,14 @@ public:
             get_executor(to < size() ? to : 0), std::forward<Token>(token),
             [impl = impl_, s = c.state(), to](auto handler) { impl->move(s, to, std::move(handler)); });
     }
+    /// The same, for the connection with key `key` (`connection::key()`, `snapshot()`):
+    /// errc::not_open if there is none.
+    template <typename Token>
+    auto async_move(std::uint64_t key, std::size_t to, Token&& token) {
+        return detail::async_start<void(error_code)>(
+            get_executor(to < size() ? to : 0), std::forward<Token>(token),
+            [impl = impl_, key, to](auto handler) { impl->move(impl->find(key), to, std::move(handler)); });
+    }
 
     /// Takes a snapshot, asks `plan` which connections to move, and moves them all (at once).
     ///

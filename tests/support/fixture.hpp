@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <exception>
+#include <mutex>
 #include <optional>
 
 namespace rdmacm::test {
@@ -100,6 +101,31 @@ inline void connect_and_queue_peer_disconnect(asio::io_context& ctx, event_chann
     pollfd p{ch.native_handle()->fd, POLLIN, 0};
     BOOST_REQUIRE(::poll(&p, 1, 10'000) == 1);
 }
+
+// siw (Debian 6.1) refuses QPs beyond a few dozen per process (rdma_create_qp: ENOSPC;
+// raw librdmacm hits it at 27 client+server pairs): tests of many connections stay below.
+inline bool is_siw() { return test_device().name.rfind("siw", 0) == 0; }
+constexpr int siw_connection_limit = 20;
+
+// One CQ for every QP: librdmacm would otherwise make a CQ pair and a completion channel
+// (an fd) per QP. Usable from any thread; never polled (the QPs carry no traffic).
+// Destroy it (destroy_cq) once every QP on it is gone.
+struct shared_cq {
+    ibv_cq* cq = nullptr;
+    std::mutex mutex;
+    ibv_qp_init_attr attr(ibv_context* verbs) {
+        std::lock_guard lock(mutex);
+        if (!cq) cq = ibv_create_cq(verbs, 4096, nullptr, nullptr, 0);
+        RDMACM_TEST_MT(cq);
+        auto a = rc_qp_attr();
+        a.cap.max_send_wr = a.cap.max_recv_wr = 1;
+        a.send_cq = a.recv_cq = cq;
+        return a;
+    }
+    void destroy() {
+        if (cq) BOOST_TEST(ibv_destroy_cq(std::exchange(cq, nullptr)) == 0);
+    }
+};
 
 // A listener on the test device, bound to a free port.
 inline listener make_listener(event_channel& ch) {

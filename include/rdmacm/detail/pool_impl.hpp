@@ -59,6 +59,7 @@ public:
     std::vector<std::size_t> connection_counts() const;
     std::vector<connection_load> snapshot() const;
     std::optional<std::size_t> running_shard() const noexcept;
+    std::shared_ptr<pooled_state> find(std::uint64_t key) const;
 
     void place(connection_request request, place_handler handler);
     void serve(listener& l, serve_function serve, void_handler handler);
@@ -80,6 +81,7 @@ private:
     explicit pool_impl(placement_policy placement) : placement_(std::move(placement)) {}
     void run(shard& s) noexcept;
     bool on_pool_thread() const noexcept;
+    executor_type refusal_executor(std::size_t i) const;
     void accept_next(std::shared_ptr<serve_loop> loop);
     void join();
     static connection failed_connection(const executor_type& ex) { return {cm_id(ex), {}, nullptr, ex}; }

@@ -98,6 +98,7 @@ private:
     bool closed_ = false;
     bool moving_ = false;
     bool broken_ = false;            // in error (a work request failed, or the connection is gone)
+    bool flush_rest_ = false;        // the connection is gone, the device had its time to flush
     std::vector<completion> held_;   // while moving
     std::vector<completion> polled_; // poll()'s batch (under the poll lock)
 };
