@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
         l.bind({asio::ip::make_address(argv[1]), port});
         l.listen(1024);
         rdmacm::shard_pool pool(static_cast<std::size_t>(shards), rdmacm::least_connections());
-        std::cout << "server: listening on " << l.local_endpoint() << " with " << shards << " shards" << std::endl;
+        std::cout << "server: " << shards << " shards, listening on " << l.local_endpoint() << std::endl;
 
         std::atomic<int> accepted = 0;
         pool.async_serve(

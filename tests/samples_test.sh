@@ -1,8 +1,8 @@
 #!/bin/bash
 # The samples on the test device, as a user runs them: the co_await CM server and client
 # (greeting, disconnect, SIGINT stops the server cleanly), the live migration demo, the
-# echo client and server over send/receive, and rdma-core's ucmatose and cmtime clients
-# against our cmatose_server. Bounded in time.
+# echo client and server over send/receive, the sharded echo server and the rebalance demo,
+# and rdma-core's ucmatose and cmtime clients against our cmatose_server. Bounded in time.
 set -euo pipefail
 samples=$1
 addr_var=RDMACM_ADDR_${RDMACM_TEST_DEVICE:?run through ctest}
@@ -57,6 +57,30 @@ echo "$echo_out"
 grep -q '200 echoes of 256 bytes, all correct' <<<"$echo_out"
 stop_server
 grep -q 'closed after 200 messages' "$out"
+
+# The sharded echo server: four clients at once, each served on a shard of its own (least
+# connections), every message back intact.
+start_server "$samples/sharded_echo_server" "$addr" 0 4
+clients=()
+for i in 1 2 3 4; do
+    timeout 60 "$samples/echo_client" "$addr" "$port" 2000 64 >"$out.$i" 2>&1 & clients+=($!)
+done
+for i in 1 2 3 4; do
+    wait "${clients[$((i - 1))]}"
+    cat "$out.$i"
+    grep -q '2000 echoes of 64 bytes, all correct' "$out.$i"
+    rm -f "$out.$i"
+done
+stop_server
+[ "$(grep -c 'closed after 2000 messages' "$out")" = 4 ]
+[ "$(sed -n 's/.* on shard \([0-9]*\) from .*/\1/p' "$out" | sort -u | wc -l)" = 4 ]
+
+# Connections moved between shards while they carry traffic: none lost.
+rebalance=$(timeout 90 "$samples/rebalance_demo" "$addr" 8 4)
+echo "$rebalance"
+grep -q 'connections per shard after:  0: 2  1: 2  2: 2  3: 2' <<<"$rebalance"
+grep -q 'lost: 0$' <<<"$rebalance"
+grep -q 'rebalance demo: OK' <<<"$rebalance"
 
 # Interoperability: rdma-core's own clients against our server.
 start_server "$samples/cmatose_server" "$addr" 0 10 100
