@@ -219,10 +219,10 @@ BOOST_FIXTURE_TEST_CASE(rebalancing_under_traffic_loses_no_message, channel_fixt
 
     auto rebalance = [&](rebalance_plan plan) {
         std::optional<rebalance_report> report;
-        pool.async_rebalance(std::move(plan), [&](error_code ec, rebalance_report r) {
-            BOOST_TEST(!ec, ec.message());
-            report = std::move(r);
-        });
+        pool.async_rebalance(std::move(plan), asio::bind_executor(ctx, [&](error_code ec, rebalance_report r) {
+                                 BOOST_TEST(!ec, ec.message());
+                                 report = std::move(r);
+                             }));
         BOOST_REQUIRE(run_until(ctx, [&] { return report.has_value(); }));
         BOOST_TEST(report->failed.empty());
         BOOST_TEST(report->after == pool.connection_counts(), boost::test_tools::per_element());
@@ -253,9 +253,10 @@ BOOST_FIXTURE_TEST_CASE(rebalancing_under_traffic_loses_no_message, channel_fixt
     auto elsewhere = std::find_if(now.begin(), now.end(), [](const auto& c) { return c.shard != 3; });
     BOOST_REQUIRE(elsewhere != now.end());
     std::vector<std::optional<error_code>> moved(n + 1);
-    for (std::uint64_t key = 1; key <= n; ++key) pool.async_move(key, 3, [&, key](error_code ec) { moved[key] = ec; });
+    for (std::uint64_t key = 1; key <= n; ++key)
+        pool.async_move(key, 3, asio::bind_executor(ctx, [&, key](error_code ec) { moved[key] = ec; }));
     std::optional<error_code> again;
-    pool.async_move(elsewhere->key, 2, [&](error_code ec) { again = ec; });
+    pool.async_move(elsewhere->key, 2, asio::bind_executor(ctx, [&](error_code ec) { again = ec; }));
     BOOST_REQUIRE(run_until(ctx, [&] {
         return again && std::all_of(moved.begin() + 1, moved.end(), [](const auto& m) { return m.has_value(); });
     }));
@@ -374,8 +375,8 @@ BOOST_FIXTURE_TEST_CASE(refusals_are_clear_errors, channel_fixture) {
     BOOST_TEST((*connected == errc::rejected), connected->message());
 
     std::optional<error_code> moved, missing;
-    pool.async_move(1, 9, [&](error_code ec) { moved = ec; });
-    pool.async_move(12345, 0, [&](error_code ec) { missing = ec; });
+    pool.async_move(1, 9, asio::bind_executor(ctx, [&](error_code ec) { moved = ec; }));
+    pool.async_move(12345, 0, asio::bind_executor(ctx, [&](error_code ec) { missing = ec; }));
     BOOST_REQUIRE(run_until(ctx, [&] { return moved && missing; }));
     BOOST_TEST((*moved == errc::not_open)); // no connection 1: refused before the shard is looked at
     BOOST_TEST((*missing == errc::not_open));
