@@ -1,0 +1,126 @@
+// rebalance_bench ADDRESS [CONNECTIONS]: the time a shard_pool takes to rebalance
+// CONNECTIONS (default 10,000) idle, established connections piled on one of two shards
+// (half of them move), and its cost per connection next to a raw rdma_migrate_id loop over
+// as many idle ids, in one run. Each connection has a minimal queue pair on one shared CQ
+// (RoCE's CM wants a QP; no completion channel, so nothing of the data path moves): the
+// cost measured is the CM id's move and the pool's bookkeeping.
+#include <rdmacm/rdmacm.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Minimal RC queue pair attributes on one CQ for every QP, created by the first caller.
+ibv_qp_init_attr shared_cq_attr(ibv_context* verbs) {
+    static std::once_flag once;
+    static ibv_cq* cq = nullptr;
+    std::call_once(once, [&] { cq = ibv_create_cq(verbs, 4096, nullptr, nullptr, 0); });
+    if (!cq) throw std::runtime_error("ibv_create_cq");
+    auto attr = rdmacm::rc_qp_init_attr(1);
+    attr.send_cq = attr.recv_cq = cq;
+    return attr;
+}
+
+double ms_since(clock_type::time_point t) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
+}
+
+template <typename Predicate>
+void run_until(asio::io_context& ctx, Predicate done, std::chrono::seconds limit) {
+    for (auto deadline = clock_type::now() + limit; !done();) {
+        if (clock_type::now() > deadline) throw std::runtime_error("timed out");
+        ctx.run_one_for(10ms);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || argc > 3) {
+        std::fprintf(stderr, "usage: rebalance_bench ADDRESS [CONNECTIONS]\n");
+        return 2;
+    }
+    const int connections = argc > 2 ? std::atoi(argv[2]) : 10000;
+    asio::io_context ctx; // the listener and the clients
+    {
+        rdmacm::event_channel channel(ctx), other(ctx);
+        rdmacm::listener l(channel);
+        l.bind({asio::ip::make_address(argv[1]), 0});
+        l.listen(1024);
+        rdmacm::shard_pool pool(2, [](std::span<const std::size_t>, const rdmacm::connection_request&) { return 0; });
+        pool.async_serve(
+            l,
+            [](rdmacm::connection c) -> asio::awaitable<void> {
+                auto attr = shared_cq_attr(c.id().native_handle()->verbs);
+                c.id().create_qp(attr);
+                co_await c.id().async_accept({}, asio::use_awaitable);
+                co_await c.id().async_next_event(asio::as_tuple(asio::use_awaitable)); // until closed
+            },
+            asio::detached);
+
+        std::vector<rdmacm::cm_id> clients;
+        clients.reserve(static_cast<std::size_t>(connections));
+        int established = 0, started = 0;
+        const rdmacm::endpoint server{asio::ip::make_address(argv[1]), l.local_endpoint().port()};
+        auto connect = [&](rdmacm::cm_id& c) -> asio::awaitable<void> {
+            co_await c.async_resolve_address(server, 5000ms, asio::use_awaitable);
+            co_await c.async_resolve_route(5000ms, asio::use_awaitable);
+            auto attr = shared_cq_attr(c.native_handle()->verbs);
+            c.create_qp(attr);
+            co_await c.async_connect({}, asio::use_awaitable);
+            ++established;
+        };
+        auto t_setup = clock_type::now();
+        while (established < connections) {
+            while (started < connections && started - established < 100) { // 100 connects in flight
+                asio::co_spawn(ctx, connect(clients.emplace_back(channel)), [](const std::exception_ptr& e) {
+                    if (e) std::rethrow_exception(e);
+                });
+                ++started;
+            }
+            ctx.run_one_for(10ms);
+        }
+        run_until(ctx, [&] { return pool.connection_counts()[0] == std::size_t(connections); }, 120s);
+        std::printf("%d connections set up in %.0f ms, all on shard 0\n", connections, ms_since(t_setup));
+
+        auto t0 = clock_type::now();
+        auto report = pool.async_rebalance(rdmacm::even_count(), asio::use_future).get();
+        double ours_ms = ms_since(t0);
+        if (!report.failed.empty()) throw std::runtime_error("some moves failed");
+        const auto moved = report.moved.size();
+
+        // Raw: as many idle ids, moved by rdma_migrate_id to another channel (and back after).
+        t0 = clock_type::now();
+        for (std::size_t i = 0; i < moved; ++i)
+            if (rdma_migrate_id(clients[i].native_handle(), other.native_handle()) != 0)
+                throw std::runtime_error("rdma_migrate_id");
+        double raw_ms = ms_since(t0);
+        for (std::size_t i = 0; i < moved; ++i)
+            if (rdma_migrate_id(clients[i].native_handle(), channel.native_handle()) != 0)
+                throw std::runtime_error("rdma_migrate_id");
+
+        std::printf("rebalance of %d idle connections over 2 shards: %zu moved in %.1f ms (after: %zu / %zu)\n",
+                    connections, moved, ours_ms, report.after[0], report.after[1]);
+        std::printf("  per connection: ours %.1f us, raw rdma_migrate_id %.1f us, ours/raw %.2f\n",
+                    ours_ms * 1000 / static_cast<double>(moved), raw_ms * 1000 / static_cast<double>(moved),
+                    ours_ms / raw_ms);
+        pool.stop();
+    }
+    ctx.run_for(120s); // every id destroyed
+    return ctx.stopped() ? 0 : 1;
+}
