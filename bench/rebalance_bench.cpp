@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
             }
             ctx.run_one_for(10ms);
         }
-        run_until(ctx, [&] { return pool.connection_counts()[0] == std::size_t(connections); }, 120s);
+        run_until(
+            ctx, [&] { return pool.connection_counts()[0] == std::size_t(connections); }, 120s);
         std::printf("%d connections set up in %.0f ms, all on shard 0\n", connections, ms_since(t_setup));
 
         auto t0 = clock_type::now();

@@ -1,16 +1,19 @@
 // sharded_accept_server ADDRESS PORT SHARDS: what rdma-core's `cmtime` server does per
 // connection (a queue pair, accept, on the peer's DISCONNECTED disconnect and destroy), on a
 // shard_pool: accepted on the main thread, each connection served on a shard (round robin).
-// For bench/cmtime_compare.sh. Runs until SIGINT or SIGTERM.
+// SHARDS 0: no pool, every connection served on the accepting thread (the library's base
+// cost). For bench/cmtime_compare.sh. Runs until SIGINT or SIGTERM.
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <iostream>
+#include <optional>
 
 namespace asio = boost::asio;
 
@@ -25,21 +28,39 @@ int main(int argc, char** argv) {
         rdmacm::listener l(*channel);
         l.bind({asio::ip::make_address(argv[1]), static_cast<unsigned short>(std::stoi(argv[2]))});
         l.listen(1024);
-        rdmacm::shard_pool pool(static_cast<std::size_t>(std::stoi(argv[3])));
-        pool.async_serve(
-            l,
-            [](rdmacm::connection c) -> asio::awaitable<void> {
-                auto attr = rdmacm::rc_qp_init_attr();
-                c.id().create_qp(attr);
-                co_await c.id().async_accept({}, asio::use_awaitable);
-                co_await c.id().async_next_event(asio::as_tuple(asio::use_awaitable)); // DISCONNECTED
-                co_await c.id().async_disconnect(asio::as_tuple(asio::use_awaitable));
-            },
-            asio::detached);
+        auto serve = [](rdmacm::cm_id& id) -> asio::awaitable<void> {
+            auto attr = rdmacm::rc_qp_init_attr();
+            id.create_qp(attr);
+            co_await id.async_accept({}, asio::use_awaitable);
+            co_await id.async_next_event(asio::as_tuple(asio::use_awaitable)); // DISCONNECTED
+            co_await id.async_disconnect(asio::as_tuple(asio::use_awaitable));
+        };
+        const int shards = std::stoi(argv[3]);
+        std::optional<rdmacm::shard_pool> pool;
+        if (shards > 0) {
+            pool.emplace(static_cast<std::size_t>(shards));
+            pool->async_serve(
+                l, [&](rdmacm::connection c) -> asio::awaitable<void> { co_await serve(c.id()); }, asio::detached);
+        } else {
+            asio::co_spawn(
+                accept_ctx,
+                [&]() -> asio::awaitable<void> {
+                    for (;;) {
+                        auto [ec, r] = co_await l.async_accept(asio::as_tuple(asio::use_awaitable));
+                        if (ec) co_return;
+                        asio::co_spawn(
+                            accept_ctx,
+                            [&, id = std::move(r.id)]() mutable -> asio::awaitable<void> { co_await serve(id); },
+                            asio::detached);
+                    }
+                },
+                asio::detached);
+        }
         std::cout << "listening on " << l.local_endpoint() << std::endl;
         asio::signal_set signals(accept_ctx, SIGINT, SIGTERM);
         signals.async_wait([&](boost::system::error_code, int) {
-            pool.stop();
+            if (pool) pool->stop();
+            l.close();
             channel.reset();
         });
         accept_ctx.run();
