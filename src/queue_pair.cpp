@@ -194,12 +194,15 @@ void qp_impl::poll(const void* by) {
     }
     std::unique_lock lock(mutex_);
     if (flush_rest_ && !outstanding_.empty()) { // after what the device completed, in posting order
-        std::vector<std::pair<std::uint64_t, handler>> rest(std::make_move_iterator(outstanding_.begin()),
-                                                            std::make_move_iterator(outstanding_.end()));
+        // (Sorting the ids, not the handlers: Boost 1.81's any_completion_handler move
+        // assignment recurses.)
+        std::vector<std::uint64_t> rest;
+        for (const auto& entry : outstanding_) rest.push_back(entry.first);
+        std::sort(rest.begin(), rest.end());
+        for (auto wr_id : rest)
+            done.push_back(
+                {std::move(outstanding_.at(wr_id)), error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()), 0});
         outstanding_.clear();
-        std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (auto& [wr_id, h] : rest)
-            done.push_back({std::move(h), error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()), 0});
     }
     if (moving_ || by != reader_.get()) {
         // Held while the id moves. A reader the completion channel has left hands over
