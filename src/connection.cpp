@@ -4,15 +4,15 @@
 
 namespace rdmacm {
 
-connection::connection(cm_id id, cm_event request, std::shared_ptr<detail::pooled_state> state,
+connection::connection(cm_id id, const cm_event& request, std::shared_ptr<detail::pooled_state> state,
                        executor_type ex) noexcept
-    : id_(std::move(id)), request_(std::move(request)), state_(std::move(state)), executor_(std::move(ex)) {}
+    : id_(std::move(id)), request_(request), state_(std::move(state)), executor_(std::move(ex)) {}
 
 connection& connection::operator=(connection&& other) noexcept {
     if (this != &other) {
         leave();
         id_ = std::move(other.id_);
-        request_ = std::move(other.request_);
+        request_ = other.request_;
         state_ = std::move(other.state_);
         executor_ = std::move(other.executor_);
     }

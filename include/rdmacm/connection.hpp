@@ -58,7 +58,8 @@ public:
 
 private:
     friend class detail::pool_impl;
-    connection(cm_id id, cm_event request, std::shared_ptr<detail::pooled_state> state, executor_type ex) noexcept;
+    connection(cm_id id, const cm_event& request, std::shared_ptr<detail::pooled_state> state,
+               executor_type ex) noexcept;
     void leave() noexcept;
 
     cm_id id_;
