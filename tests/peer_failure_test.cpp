@@ -1,0 +1,75 @@
+// A peer process killed (SIGKILL) in the middle of traffic: the survivor — a sharded echo
+// server — sees its operations complete with errors within a bounded time, its connections
+// end and leave the pool. The peer is the echo_client sample, in a process of its own.
+#include "support/fixture.hpp"
+
+#include "echo.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <numeric>
+
+using namespace rdmacm;
+using namespace rdmacm::test;
+using asio::awaitable;
+
+BOOST_FIXTURE_TEST_CASE(a_killed_peer_ends_its_connections_within_seconds, channel_fixture) {
+    constexpr int peers = 3;
+    std::atomic<std::uint64_t> echoed{0};
+    std::atomic<int> placed{0}, ended{0};
+    auto l = make_listener(*channel);
+    shard_pool pool(2);
+    std::optional<error_code> served;
+    pool.async_serve(
+        l,
+        [&](connection c) -> awaitable<void> {
+            ++placed;
+            try {
+                co_await sample::echo(
+                    c.id(), [] {}, [&] { ++echoed; });
+            } catch (const boost::system::system_error&) {
+                // the disconnect after the flush: the peer is gone
+            }
+            ++ended;
+        },
+        asio::bind_executor(ctx, [&](error_code ec) { served = ec; }));
+
+    // Peers sending for far longer than the test lasts.
+    // (Everything the child needs is made before fork: it only calls exec.)
+    const auto address = test_device().ipv4, port = std::to_string(l.local_endpoint().port());
+    std::vector<pid_t> children;
+    for (int i = 0; i < peers; ++i) {
+        pid_t child = ::fork();
+        BOOST_REQUIRE(child >= 0);
+        if (child == 0) {
+            ::execl(RDMACM_SAMPLES_DIR "/echo_client", "echo_client", address.c_str(), port.c_str(), "100000000", "64",
+                    static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        children.push_back(child);
+    }
+    BOOST_REQUIRE(run_until(
+        ctx, [&] { return placed == peers && echoed >= 300; }, 60s));
+    for (auto child : children) ::kill(child, SIGKILL);
+    auto killed = std::chrono::steady_clock::now();
+    for (auto child : children) {
+        int status = 0;
+        BOOST_TEST(::waitpid(child, &status, 0) == child);
+        BOOST_TEST((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+    }
+    // The kernel tears the peer's ids down: each connection here breaks (receives flushed),
+    // its coroutine ends, the connection leaves the pool.
+    BOOST_TEST(run_until(
+        ctx, [&] { return ended == peers; }, 30s));
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
+    BOOST_TEST_MESSAGE("connections of the killed peers ended " << took.count() << " ms after the kill");
+    auto counts = pool.connection_counts();
+    BOOST_TEST(std::accumulate(counts.begin(), counts.end(), std::size_t{0}) == 0u);
+    pool.stop();
+    BOOST_TEST(run_until(ctx, [&] { return served.has_value(); }));
+}
