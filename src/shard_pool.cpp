@@ -181,6 +181,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
 struct serve_loop {
     std::shared_ptr<pool_impl> pool;
     listener& source;
+    pool_impl::executor_type source_ex; // the listener may be gone when accepting fails
     // Shared with every coroutine it started: a lambda coroutine's captures live in the
     // function object, which must outlive the coroutine.
     std::shared_ptr<const pool_impl::serve_function> serve;
@@ -196,15 +197,16 @@ void pool_impl::serve(listener& l, serve_function serve, void_handler handler) {
         deliver(from::initiation, l.get_executor(), std::move(handler), error_code(errc::pool_stopped));
         return;
     }
-    accept_next(std::make_shared<serve_loop>(serve_loop{
-        shared_from_this(), l, std::make_shared<const serve_function>(std::move(serve)), std::move(handler)}));
+    accept_next(std::make_shared<serve_loop>(serve_loop{shared_from_this(), l, l.get_executor(),
+                                                        std::make_shared<const serve_function>(std::move(serve)),
+                                                        std::move(handler)}));
 }
 
 void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
     auto& source = loop->source;
     source.async_accept([loop = std::move(loop)](error_code ec, connection_request request) mutable {
         if (ec) {
-            deliver(from::completion, loop->source.get_executor(), std::move(loop->done), ec);
+            deliver(from::completion, loop->source_ex, std::move(loop->done), ec);
             return;
         }
         loop->pool->place(std::move(request), [serve = loop->serve](error_code placed, connection c) mutable {
