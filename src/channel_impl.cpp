@@ -5,6 +5,8 @@
 
 #include <boost/system/system_error.hpp>
 
+#include <atomic>
+
 namespace rdmacm::detail {
 
 std::shared_ptr<channel_impl> channel_impl::create(const executor_type& ex) {
@@ -47,12 +49,14 @@ void channel_impl::drain() {
         // wait for an event we hold (semantics R1).
         cm_event copy(*ev);
         if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-            auto* listener = static_cast<id_impl*>(ev->listen_id->context);
+            auto* listener =
+                static_cast<id_impl*>(std::atomic_ref<void*>(ev->listen_id->context).load(std::memory_order_acquire));
             rdma_cm_id* new_id = ev->id;
             rdma_ack_cm_event(ev);
             listener->on_request(new_id, copy);
         } else {
-            auto* target = static_cast<id_impl*>(ev->id->context);
+            auto* target =
+                static_cast<id_impl*>(std::atomic_ref<void*>(ev->id->context).load(std::memory_order_acquire));
             rdma_ack_cm_event(ev);
             target->on_event(copy);
         }

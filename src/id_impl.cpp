@@ -11,6 +11,8 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <atomic>
+
 namespace rdmacm::detail {
 
 // Installed in an operation's cancellation slot. Holds no strong reference: a slot may
@@ -42,7 +44,9 @@ id_impl::id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex,
     : channel_(std::move(channel)), executor_(ex), id_(id) {
     // Events carry this pointer: it stays valid until the id is destroyed and the reader
     // has passed the routing barrier, after which no event of the id can be read.
-    id_->context = this;
+    // Read by the channel's reader when an event comes (ordered by the kernel, which TSan
+    // cannot see: hence the atomic).
+    std::atomic_ref<void*>(id_->context).store(this, std::memory_order_release);
     channel_->add_owner();
 }
 
@@ -192,9 +196,12 @@ void id_impl::submit_destroy() {
             self->call_done_.wait(lock, [&] { return !self->in_sync_call_; });
         }
         self->destroy();
-        // Let go of the channel before it may stop: its last reference must go on its own
-        // context (in the stop job), never here after that context is gone. The data path
-        // (completion queue) goes after the queue pair, which went with the id.
+        // No event of the id is read after rdma_destroy_id, but one read (and acked: destroy
+        // did not wait for it) may still be being routed to us: the barrier lets the reader
+        // finish with it while we live. Then let go of the channel before it may stop: its
+        // last reference must go on its own context (in the stop job), never here after
+        // that context is gone. The data path (completion queue) goes after the queue pair,
+        // which went with the id.
         std::shared_ptr<channel_impl> channel;
         std::shared_ptr<data_path> data;
         {
@@ -202,10 +209,10 @@ void id_impl::submit_destroy() {
             channel = std::move(self->channel_);
             data = std::move(self->data_path_);
         }
+        if (channel) channel->routing_barrier();
         data.reset();
         self.reset();
-        if (!channel) return;       // synchronous: librdmacm's private channel went with the id
-        channel->routing_barrier(); // the reader holds no event of ours any more
+        if (!channel) return; // synchronous: librdmacm's private channel went with the id
         channel->remove_owner();
     });
 }
