@@ -7,7 +7,7 @@
 // RDMACM_CHURN_SECONDS sets the time (default 15; `./tools/test --long` runs longer).
 #include "support/fixture.hpp"
 
-#include "echo.hpp" // the samples' echo service and client
+#include "support/echo_server.hpp"
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -43,24 +43,11 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
     // siw takes a few dozen QPs per process; destroyed ones free up only after teardown.
     const int concurrent = is_siw() ? 4 : 12, messages_per_session = 20;
     const auto duration = churn_time();
-    std::atomic<std::uint64_t> echoed{0}, placed{0}, ended{0};
-
+    echo_server_counts counted;
+    auto& [placed, ended, echoed, served] = counted;
     auto l = make_listener(*channel);
     shard_pool pool(3, least_connections());
-    std::optional<error_code> served;
-    pool.async_serve(
-        l,
-        [&](connection c) -> awaitable<void> {
-            ++placed;
-            try {
-                co_await sample::echo(
-                    c.id(), [] {}, [&] { ++echoed; });
-            } catch (const boost::system::system_error&) {
-                // the pool's stop, at the very end
-            }
-            ++ended;
-        },
-        asio::bind_executor(ctx, [&](error_code ec) { served = ec; }));
+    serve_echo(pool, l, ctx, counted);
     const auto server = device_endpoint(l.local_endpoint().port());
 
     std::uint64_t sessions = 0, failed = 0, sent = 0, moves = 0, move_failures = 0;

@@ -3,7 +3,7 @@
 // end and leave the pool. The peer is the echo_client sample, in a process of its own.
 #include "support/fixture.hpp"
 
-#include "echo.hpp"
+#include "support/echo_server.hpp"
 
 #include <boost/asio/bind_executor.hpp>
 
@@ -20,24 +20,11 @@ using asio::awaitable;
 
 BOOST_FIXTURE_TEST_CASE(a_killed_peer_ends_its_connections_within_seconds, channel_fixture) {
     constexpr int peers = 3;
-    std::atomic<std::uint64_t> echoed{0};
-    std::atomic<int> placed{0}, ended{0};
+    echo_server_counts counted;
+    auto& [placed, ended, echoed, served] = counted;
     auto l = make_listener(*channel);
     shard_pool pool(2);
-    std::optional<error_code> served;
-    pool.async_serve(
-        l,
-        [&](connection c) -> awaitable<void> {
-            ++placed;
-            try {
-                co_await sample::echo(
-                    c.id(), [] {}, [&] { ++echoed; });
-            } catch (const boost::system::system_error&) {
-                // the disconnect after the flush: the peer is gone
-            }
-            ++ended;
-        },
-        asio::bind_executor(ctx, [&](error_code ec) { served = ec; }));
+    serve_echo(pool, l, ctx, counted);
 
     // Peers sending for far longer than the test lasts.
     // (Everything the child needs is made before fork: it only calls exec.)
@@ -54,7 +41,7 @@ BOOST_FIXTURE_TEST_CASE(a_killed_peer_ends_its_connections_within_seconds, chann
         children.push_back(child);
     }
     BOOST_REQUIRE(run_until(
-        ctx, [&] { return placed == peers && echoed >= 300; }, 60s));
+        ctx, [&] { return placed == std::uint64_t(peers) && echoed >= 300; }, 60s));
     for (auto child : children) ::kill(child, SIGKILL);
     auto killed = std::chrono::steady_clock::now();
     for (auto child : children) {
@@ -65,7 +52,7 @@ BOOST_FIXTURE_TEST_CASE(a_killed_peer_ends_its_connections_within_seconds, chann
     // The kernel tears the peer's ids down: each connection here breaks (receives flushed),
     // its coroutine ends, the connection leaves the pool.
     BOOST_TEST(run_until(
-        ctx, [&] { return ended == peers; }, 30s));
+        ctx, [&] { return ended == std::uint64_t(peers); }, 30s));
     auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
     BOOST_TEST_MESSAGE("connections of the killed peers ended " << took.count() << " ms after the kill");
     auto counts = pool.connection_counts();
