@@ -2,41 +2,13 @@
 
 #include "rdmacm/detail/call_error.hpp"
 
-#include <boost/asio/execution/context.hpp>
-#include <boost/asio/execution_context.hpp>
-#include <boost/asio/query.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <fcntl.h>
 
 namespace rdmacm::detail {
-namespace {
 
-// Lives in each execution context that has readers: tells them when it shuts down.
-class context_service : public boost::asio::execution_context::service {
-public:
-    static inline boost::asio::execution_context::id id;
-    using key_type = context_service;
-
-    explicit context_service(boost::asio::execution_context& ctx)
-        : service(ctx), state_(std::make_shared<fd_reader::context_state>()) {}
-
-    std::shared_ptr<fd_reader::context_state> state() const { return state_; }
-
-private:
-    void shutdown() override {
-        std::lock_guard lock(state_->mutex);
-        state_->alive = false;
-        for (auto* r : state_->readers) r->context_shutdown();
-        state_->readers.clear();
-    }
-
-    std::shared_ptr<fd_reader::context_state> state_;
-};
-
-} // namespace
-
-fd_reader::fd_reader(const executor_type& ex, int fd) : executor_(ex), strand_(ex) {
+fd_reader::fd_reader(const executor_type& ex, int fd) : executor_(ex), strand_(ex), context_(state_of(ex)) {
     // Ourselves, not Asio: async_wait stops setting O_NONBLOCK in Boost 1.86 (semantics A4).
     int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
@@ -45,13 +17,9 @@ fd_reader::fd_reader(const executor_type& ex, int fd) : executor_(ex), strand_(e
 }
 
 void fd_reader::start() {
-    // After the descriptor exists, so the service shuts down before the reactor does.
-    auto& service =
-        boost::asio::use_service<context_service>(boost::asio::query(executor_, boost::asio::execution::context));
-    context_ = service.state();
     {
         std::lock_guard lock(context_->mutex);
-        context_->readers.push_back(this);
+        context_->members.push_back(this);
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
     // Posted: never inside the caller, who may hold locks the reader takes.
@@ -66,20 +34,17 @@ fd_reader::~fd_reader() { detach(); }
 void fd_reader::detach() noexcept {
     // The last reference may go on any thread: the Asio parts go here only while the
     // context lives (else its shutdown took them already).
-    if (context_) {
-        std::lock_guard lock(context_->mutex);
-        if (context_->alive) {
-            std::erase(context_->readers, this);
-            context_shutdown();
-        }
-    } else {
-        context_shutdown(); // never started
+    std::lock_guard lock(context_->mutex);
+    if (context_->alive) {
+        std::erase(context_->members, this); // not there if never started
+        context_shutdown();
     }
 }
 
 void fd_reader::context_shutdown() noexcept {
     stop();
     strand_.reset();
+    executor_ = {};
 }
 
 bool fd_reader::on_reader_thread() {

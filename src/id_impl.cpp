@@ -299,7 +299,7 @@ void id_impl::deliver(const cm_event& ev) {
 void id_impl::on_request(rdma_cm_id* new_id, const cm_event& ev) {
     // The new id lives on this (the listener's) channel and must not be lost: it is
     // wrapped at once, so whatever happens next it is rejected and destroyed properly.
-    std::shared_ptr<id_impl> conn(new id_impl(channel_, executor_, new_id));
+    std::shared_ptr<id_impl> conn(new id_impl(channel_, executor_.get(), new_id));
     conn->pending_request_ = true;
     completion c;
     {
@@ -324,6 +324,7 @@ void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec
 }
 
 void id_impl::complete(const executor_type& ex, completion c, how mode) {
+    if (!ex) return; // the id's context has shut down: nothing runs there any more
     auto deliver = [&](auto bound) {
         if (mode == how::dispatch) {
             // Straight onto the handler's own executor: inline if the reader already runs

@@ -69,7 +69,7 @@ void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type&
         complete({std::move(handler), ec, {}, {}});
         return;
     }
-    migration_.reset(new migration{target, target ? target_ex : executor_, executor_, std::move(handler)});
+    migration_.reset(new migration{target, target ? target_ex : executor_.get(), executor_.get(), std::move(handler)});
     if (data_path_) data_path_->begin_move();
     // A synchronous id has no channel of ours: the target's reader makes the call.
     auto reader = channel_ ? channel_ : std::move(target);
@@ -153,7 +153,7 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
 
 void id_impl::finish_migration(error_code ec, how mode) {
     std::unique_lock lock(mutex_);
-    if (!ec) executor_ = migration_->target_executor;
+    if (!ec) executor_.set(migration_->target_executor);
     // Held events and deferred operations, in order, until none is left: only then do
     // newer events and operations stop queueing behind them.
     while (!held_.empty() || !deferred_.empty()) {
@@ -170,7 +170,7 @@ void id_impl::finish_migration(error_code ec, how mode) {
     }
     auto done = std::move(migration_);
     bool closed = machine_.closed();
-    auto ex = executor_;
+    auto ex = executor_.get();
     auto data = data_path_;
     lock.unlock();
     if (data) data->end_move(ex);

@@ -91,7 +91,7 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     self->qp_ = cm->qp;
     id->attach(self);                   // from here the completion queue outlives the queue pair
     std::lock_guard lock(self->mutex_); // its first poll must find it in place
-    self->reader_ = cq_reader::create(self->executor_, self->resources_, self);
+    self->reader_ = cq_reader::create(self->executor_.get(), self->resources_, self);
     return self;
 }
 
@@ -107,7 +107,7 @@ void qp_impl::post(const work_request& wr, handler h) {
     if (closed_ || broken_) {
         // In error: the device would flush it; one may also take work on a queue pair the
         // CM then resets and never complete it (siw), so it is flushed here.
-        auto ex = executor_;
+        auto ex = executor_.get();
         lock.unlock();
         refuse(ex, std::move(h),
                closed_ ? error_code(errc::not_open) : error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()));
@@ -146,12 +146,13 @@ void qp_impl::post(const work_request& wr, handler h) {
     if (it == outstanding_.end()) return; // closed meanwhile: aborted already
     auto failed = std::move(it->second);
     outstanding_.erase(it);
-    auto ex = executor_;
+    auto ex = executor_.get();
     lock.unlock();
     refuse(ex, std::move(failed), ec);
 }
 
 void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
+    if (!ex) return; // the context has shut down: nothing runs there any more
     boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::size_t{0}));
 }
 
@@ -220,13 +221,14 @@ void qp_impl::poll(const void* by) {
         done = std::exchange(held_, {});
     }
     if (done.empty()) return;
-    auto ex = executor_;
+    auto ex = executor_.get();
     lock.unlock();
     hand_over(done, ex);
 }
 
 // Still under the poll lock (or on the new executor with the held ones): in order.
 void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex) {
+    if (!ex) return; // the context has shut down
     for (auto& c : done) {
         auto bound = boost::asio::append(std::move(c.h), c.ec, c.bytes);
         auto handler_ex = boost::asio::get_associated_executor(bound, ex);
@@ -256,7 +258,7 @@ void qp_impl::end_move(const executor_type& ex) {
     std::vector<completion> held;
     {
         std::lock_guard lock(mutex_);
-        executor_ = ex;
+        executor_.set(ex);
         moving_ = false;
         held.swap(held_);
         if (!closed_ && reader_ && !same_context(reader_->get_executor(), ex)) {
@@ -277,7 +279,7 @@ void qp_impl::connection_lost() noexcept {
     {
         std::lock_guard lock(mutex_);
         broken_ = true;
-        ex = executor_;
+        ex = executor_.get();
     }
     // To the error state, as librdmacm's rdma_disconnect does: the device flushes every
     // work request (each completes with IBV_WC_WR_FLUSH_ERR), none waits for the peer.
@@ -285,6 +287,7 @@ void qp_impl::connection_lost() noexcept {
     attr.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
     // Then, after a grace period, a poll that flushes whatever the device did not.
+    if (!ex) return; // the context has shut down
     auto timer = std::make_shared<boost::asio::steady_timer>(ex, flush_grace);
     timer->async_wait([weak = weak_from_this(), timer](error_code) {
         auto self = weak.lock();
@@ -312,9 +315,10 @@ void qp_impl::close() noexcept {
         for (auto& c : held_) aborted.push_back(std::move(c)); // they completed: as they did
         held_.clear();
         reader = std::move(reader_);
-        ex = executor_;
+        ex = executor_.get();
     }
     if (reader) reader->stop_later();
+    if (!ex) return; // the context has shut down
     for (auto& c : aborted) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
 }
 

@@ -153,6 +153,33 @@ BOOST_AUTO_TEST_CASE(teardown_with_events_in_flight_leaks_nothing) {
     BOOST_TEST(open_fds() == fds_before);
 }
 
+BOOST_AUTO_TEST_CASE(the_context_may_go_before_the_library_lets_go_of_its_ids) {
+    // Ids are destroyed on the library's own thread, which may still hold some (and their
+    // strands) when the user has already destroyed the io_context: it must not touch the
+    // context's Asio parts then (ASan: heap-use-after-free in a strand's destructor).
+    {
+        asio::io_context ctx;
+        event_channel channel(ctx);
+        auto l = make_listener(channel);
+        std::vector<cm_id> ids;
+        run(ctx, [&]() -> awaitable<void> {
+            for (int i = 0; i < 32; ++i) {
+                ids.emplace_back(asio::make_strand(ctx), channel);
+                co_await prepare_client(ids.back(), l.local_endpoint().port());
+            }
+        }());
+        for (auto& id : ids) id.async_connect(conn_params{}, asio::detached);
+    } // ids, listener, channel and then the context go at once: no run in between
+    // Waits out the destroyer (it works in order) on another context.
+    asio::io_context later;
+    {
+        event_channel channel(later);
+        make_listener(channel);
+    }
+    later.run_for(30s);
+    BOOST_TEST(later.stopped());
+}
+
 BOOST_FIXTURE_TEST_CASE(peer_disconnect_reaches_next_event_in_order, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
         auto l = make_listener(*channel);

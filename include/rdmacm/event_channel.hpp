@@ -29,15 +29,19 @@ public:
 
     /// Creates the channel; throws `boost::system::system_error` naming the failed call
     /// (e.g. "rdma_create_event_channel": no RDMA CM in this kernel).
-    explicit event_channel(const executor_type& ex) : impl_(detail::channel_impl::create(ex)) {}
+    explicit event_channel(const executor_type& ex) : executor_(ex), impl_(detail::channel_impl::create(ex)) {}
     template <typename ExecutionContext,
               typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
     explicit event_channel(ExecutionContext& ctx) : event_channel(executor_type(ctx.get_executor())) {}
 
-    event_channel(event_channel&&) noexcept = default;
+    // A moved-from channel keeps its executor, as Asio's I/O objects do.
+    event_channel(event_channel&& other) noexcept
+        : executor_(other.executor_), // NOLINT(performance-move-constructor-init): kept, see above
+          impl_(std::move(other.impl_)) {}
     event_channel& operator=(event_channel&& other) noexcept {
         if (this != &other) {
             release();
+            executor_ = other.executor_;
             impl_ = std::move(other.impl_);
         }
         return *this;
@@ -47,7 +51,7 @@ public:
     ~event_channel() { release(); }
 
     /// The executor the channel's reader and, by default, its ids run on.
-    const executor_type& get_executor() const noexcept { return impl_->get_executor(); }
+    const executor_type& get_executor() const noexcept { return executor_; }
     /// The librdmacm channel (still owned by this object).
     rdma_event_channel* native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }
@@ -61,6 +65,7 @@ private:
     void release() noexcept {
         if (impl_) std::exchange(impl_, nullptr)->remove_owner();
     }
+    executor_type executor_;
     std::shared_ptr<detail::channel_impl> impl_;
 };
 

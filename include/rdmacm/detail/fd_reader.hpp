@@ -3,9 +3,10 @@
 // ibv_comp_channel's), read on a strand of an execution context through an Asio descriptor
 // that never closes it (compiled in src/fd_reader.cpp).
 //
-// Lifetime: the Asio parts (strand, descriptor) are touched only while the execution
-// context lives: a service in the context lets go of them when it shuts down, so the last
-// reference may go on any thread, even after the context is gone.
+// Lifetime: the Asio parts (strand, descriptor) are bound to the execution context
+// (context_bound), so the last reference may go on any thread, even after it is gone.
+#include "rdmacm/detail/context_bound.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/basic_stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -14,11 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <vector>
 
 namespace rdmacm::detail {
 
-class fd_reader : public std::enable_shared_from_this<fd_reader> {
+class fd_reader : public context_bound, public std::enable_shared_from_this<fd_reader> {
 public:
     using executor_type = boost::asio::any_io_executor;
 
@@ -26,7 +26,11 @@ public:
     fd_reader(const fd_reader&) = delete;
     fd_reader& operator=(const fd_reader&) = delete;
 
-    const executor_type& get_executor() const noexcept { return executor_; }
+    // A copy; empty once the context has shut down.
+    executor_type get_executor() const {
+        std::lock_guard lock(context_->mutex);
+        return executor_;
+    }
 
     // Runs f on the reader's strand, if the execution context still lives (false if not).
     template <typename F>
@@ -42,16 +46,7 @@ public:
         run_on_reader([self = shared_from_this()] { self->stop(); });
     }
 
-    // The execution context's state, shared with a service in the context: whether it
-    // lives, and its readers. Readers touch their Asio parts only under this mutex while
-    // the context lives; its shutdown resets them under it.
-    struct context_state {
-        std::mutex mutex;
-        bool alive = true;
-        std::vector<fd_reader*> readers;
-    };
-    // The context is shutting down (its service calls this, holding the state's mutex).
-    void context_shutdown() noexcept;
+    void context_shutdown() noexcept override;
 
 protected:
     // Reads `fd` (made non-blocking here) on a strand of `ex`; throws system_error.
@@ -73,7 +68,7 @@ private:
     executor_type executor_;
     std::optional<boost::asio::strand<executor_type>> strand_;
     std::optional<boost::asio::posix::basic_stream_descriptor<executor_type>> descriptor_;
-    std::shared_ptr<context_state> context_;
+    std::shared_ptr<state> context_;
     bool stopped_ = false; // on the strand
 };
 

@@ -7,6 +7,7 @@
 // run on any thread. One mutex guards the machine, the handlers and the queues; no handler
 // is ever called under it (completions are posted to the id's executor).
 #include "rdmacm/detail/channel_impl.hpp"
+#include "rdmacm/detail/context_bound.hpp"
 #include "rdmacm/detail/id_machine.hpp"
 #include "rdmacm/detail/op_call.hpp"
 #include "rdmacm/event.hpp"
@@ -50,7 +51,7 @@ public:
     // A copy: a migration changes it.
     executor_type get_executor() const noexcept {
         std::lock_guard lock(mutex_);
-        return executor_;
+        return executor_.get();
     }
 
     // Starts an operation of `kind`: refused at once (posted) if the machine says so;
@@ -154,7 +155,7 @@ private:
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
 
     std::shared_ptr<channel_impl> channel_;
-    executor_type executor_;
+    bound_executor executor_; // may be freed on the destroyer thread
     rdma_cm_id* id_;
     mutable std::mutex mutex_;
     id_machine machine_;

@@ -52,7 +52,7 @@ public:
     ibv_cq* cq() const noexcept { return resources_->cq; }
     executor_type get_executor() const {
         std::lock_guard lock(mutex_);
-        return executor_;
+        return executor_.get();
     }
 
     // Posts `wr`; `h` completes with the work completion's status and byte count.
@@ -91,7 +91,7 @@ private:
     std::shared_ptr<cq_resources> resources_;
     ibv_qp* qp_ = nullptr; // owned by the id: destroyed with it
     mutable std::mutex mutex_;
-    executor_type executor_;
+    bound_executor executor_; // may be freed on the destroyer thread
     std::shared_ptr<cq_reader> reader_;
     std::unordered_map<std::uint64_t, handler> outstanding_;
     std::uint64_t next_wr_id_ = 1;

@@ -1,0 +1,65 @@
+#include "rdmacm/detail/context_bound.hpp"
+
+#include <boost/asio/detail/reactive_descriptor_service.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
+
+#include <algorithm>
+
+namespace rdmacm::detail {
+namespace {
+
+// Lives in each execution context that has bound objects: tells them when it shuts down.
+class context_service : public boost::asio::execution_context::service {
+public:
+    static inline boost::asio::execution_context::id id;
+    using key_type = context_service;
+
+    explicit context_service(boost::asio::execution_context& ctx)
+        : service(ctx), state_(std::make_shared<context_bound::state>()) {
+        // Made after the descriptor service (and its reactor), so shut down before them:
+        // bound descriptors are released while the reactor still works.
+        boost::asio::use_service<boost::asio::detail::reactive_descriptor_service>(ctx);
+    }
+
+    std::shared_ptr<context_bound::state> state() const { return state_; }
+
+private:
+    void shutdown() override {
+        std::lock_guard lock(state_->mutex);
+        state_->alive = false;
+        for (auto* m : state_->members) m->context_shutdown();
+        state_->members.clear();
+    }
+
+    std::shared_ptr<context_bound::state> state_;
+};
+
+} // namespace
+
+std::shared_ptr<context_bound::state> context_bound::state_of(const boost::asio::any_io_executor& ex) {
+    return boost::asio::use_service<context_service>(boost::asio::query(ex, boost::asio::execution::context)).state();
+}
+
+boost::asio::any_io_executor bound_executor::get() const noexcept {
+    std::lock_guard lock(state_->mutex);
+    return executor_;
+}
+
+void bound_executor::bind(const boost::asio::any_io_executor& ex) {
+    state_ = state_of(ex);
+    std::lock_guard lock(state_->mutex);
+    if (!state_->alive) return; // nothing runs there any more
+    executor_ = ex;
+    state_->members.push_back(this);
+}
+
+void bound_executor::unbind() noexcept {
+    std::lock_guard lock(state_->mutex);
+    if (!state_->alive) return; // its shutdown took the executor already
+    std::erase(state_->members, this);
+    executor_ = {};
+}
+
+} // namespace rdmacm::detail
