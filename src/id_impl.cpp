@@ -3,6 +3,7 @@
 #include "rdmacm/connection_request.hpp"
 #include "rdmacm/detail/call_error.hpp"
 #include "destroyer.hpp"
+#include "device_release.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -204,13 +205,17 @@ void id_impl::submit_destroy() {
         // which went with the id.
         std::shared_ptr<channel_impl> channel;
         std::shared_ptr<data_path> data;
+        ibv_context* removed_device;
         {
             std::lock_guard lock(self->mutex_);
             channel = std::move(self->channel_);
             data = std::move(self->data_path_);
+            removed_device = self->removed_device_;
         }
         if (channel) channel->routing_barrier();
         data.reset();
+        // After the data path: its completion queue holds the device until it goes.
+        if (removed_device) release_removed_device(removed_device);
         self.reset();
         if (!channel) return; // synchronous: librdmacm's private channel went with the id
         channel->remove_owner();
@@ -263,16 +268,17 @@ void id_impl::on_event(const cm_event& ev) {
 }
 
 void id_impl::deliver(const cm_event& ev) {
-    // At most one completion per event; DEVICE_REMOVAL (every operation fails) is rare,
-    // so only it fills (and allocates) `failed`.
+    // At most one completion per event; the rare events that end other operations too
+    // (DEVICE_REMOVAL, a connection gone while connecting) fill (and allocate) `failed`.
     completion done;
     std::vector<completion> failed;
     std::shared_ptr<data_path> broken; // the connection is gone: so is its data path
     {
         std::lock_guard lock(mutex_);
         if (machine_.closed()) return; // its destruction is under way
-        if (ev.type() == RDMA_CM_EVENT_DISCONNECTED || ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL) broken = data_path_;
         auto d = machine_.on_event(ev.type());
+        if (d.connection_lost) broken = data_path_;
+        if (ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL) removed_device_ = id_->verbs;
         auto& slot = handlers_[static_cast<std::size_t>(d.kind)];
         switch (d.what) {
         case id_machine::action::complete:
@@ -282,13 +288,11 @@ void id_impl::deliver(const cm_event& ev) {
         case id_machine::action::queue: events_.push_back(ev); break;
         case id_machine::action::drop: break;
         }
-        if (d.fail_all) {
-            for (std::size_t k = 0; k < op_kind_count; ++k) {
-                auto kind = static_cast<op_kind>(k);
-                if (kind == op_kind::next_event || handlers_[k].index() == 0) continue;
-                machine_.completed(kind);
-                failed.push_back({std::exchange(handlers_[k], {}), errc::device_removed, ev, {}});
-            }
+        for (std::size_t k = 0; d.others != 0 && k < op_kind_count; ++k) {
+            auto kind = static_cast<op_kind>(k);
+            if (!d.ends(kind)) continue;
+            machine_.completed(kind);
+            failed.push_back({std::exchange(handlers_[k], {}), d.others_result, ev, {}});
         }
     }
     if (broken) broken->connection_lost(); // before the event's handler runs

@@ -52,6 +52,7 @@ error_code event_result(rdma_cm_event_type type) noexcept {
 
 error_code id_machine::start(op_kind kind) noexcept {
     if (closed_) return errc::not_open;
+    if (removed_ && kind != op_kind::next_event) return errc::device_removed;
     if (slot(kind) != state::idle) return errc::operation_in_progress;
     slot(kind) = state::outstanding;
     ++generation_[index(kind)];
@@ -60,7 +61,10 @@ error_code id_machine::start(op_kind kind) noexcept {
 
 id_machine::decision id_machine::on_event(rdma_cm_event_type type) noexcept {
     op_kind kind = op_kind::next_event;
-    if (type == RDMA_CM_EVENT_DISCONNECTED) {
+    // TIMEWAIT_EXIT normally follows DISCONNECTED; alone, it is the kernel's last word on a
+    // connection whose DISCONNECTED never came, and ends it the same way.
+    bool lost = type == RDMA_CM_EVENT_DISCONNECTED || (type == RDMA_CM_EVENT_TIMEWAIT_EXIT && !disconnected_);
+    if (lost) {
         disconnected_ = true;
         // A disconnect we started completes on it; a peer's goes to next_event.
         if (slot(op_kind::disconnect) != state::idle) kind = op_kind::disconnect;
@@ -71,7 +75,7 @@ id_machine::decision id_machine::on_event(rdma_cm_event_type type) noexcept {
     }
     // next_event and request deliver whatever came: the event's type tells what it was.
     bool delivers = kind == op_kind::next_event || kind == op_kind::request;
-    decision d{action::queue, kind, delivers ? error_code{} : event_result(type), type == RDMA_CM_EVENT_DEVICE_REMOVAL};
+    decision d{action::queue, kind, delivers ? error_code{} : event_result(type), 0, {}, false};
     switch (slot(kind)) {
     case state::outstanding: d.what = action::complete; break;
     case state::abandoned:
@@ -80,7 +84,28 @@ id_machine::decision id_machine::on_event(rdma_cm_event_type type) noexcept {
         break;
     case state::idle: d.what = action::queue; break;
     }
+    if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+        end_others(d, errc::device_removed, [](op_kind) { return true; });
+        removed_ = true;
+        d.connection_lost = true;
+    } else if (lost) {
+        end_others(d, errc::disconnected, [](op_kind k) { return k == op_kind::establish; });
+        d.connection_lost = true;
+    }
     return d;
+}
+
+template <typename Which>
+void id_machine::end_others(decision& d, errc why, Which which) noexcept {
+    for (std::size_t k = 0; k < op_kind_count; ++k) {
+        auto other = static_cast<op_kind>(k);
+        if (other == d.kind || !which(other)) continue;
+        // An abandoned operation's answer will not come either: the slot is free.
+        if (slot(other) == state::abandoned) slot(other) = state::idle;
+        if (slot(other) != state::outstanding) continue;
+        d.others |= static_cast<std::uint8_t>(1U << k);
+        d.others_result = why;
+    }
 }
 
 void id_machine::completed(op_kind kind) noexcept {

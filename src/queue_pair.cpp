@@ -1,6 +1,7 @@
 #include "rdmacm/queue_pair.hpp"
 
 #include "rdmacm/detail/call_error.hpp"
+#include "device_release.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -61,12 +62,15 @@ qp_impl::cq_resources::~cq_resources() {
         ibv_destroy_cq(cq);
     }
     if (channel) ibv_destroy_comp_channel(channel);
+    if (verbs) unhold_device(verbs);
 }
 
 std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options) {
     rdma_cm_id* cm = id->native();
     if (!cm->verbs) throw boost::system::system_error(errc::not_open); // no device yet: resolve first
     auto res = std::make_shared<cq_resources>();
+    res->verbs = cm->verbs;
+    hold_device(res->verbs);
     res->channel = ibv_create_comp_channel(cm->verbs);
     if (!res->channel) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_comp_channel"));
     res->cq =

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -54,18 +55,27 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
     int running = 0;
     bool churning = true;
     std::string first_failure, first_move_failure;
-    auto session = [&]() -> awaitable<void> {
+    // Where each running session is (0 connecting, 1..n waiting for that echo, n+1
+    // disconnecting): a stuck session names its step.
+    std::map<std::uint64_t, int> steps;
+    std::uint64_t next_session = 0;
+    auto session = [&](std::uint64_t me) -> awaitable<void> {
         auto peer = co_await sample::echo_peer::connect(*channel, server, 64);
         for (int i = 1; i <= messages_per_session; ++i) {
+            steps[me] = i;
             co_await peer->round_trip(static_cast<std::uint64_t>(i));
             ++sent;
         }
+        steps[me] = messages_per_session + 1;
         co_await peer->disconnect();
     };
     auto start_session = [&](auto& self) -> void {
         ++running;
-        asio::co_spawn(ctx, session(), [&, self](const std::exception_ptr& e) {
+        const auto me = next_session++;
+        steps[me] = 0;
+        asio::co_spawn(ctx, session(me), [&, self, me](const std::exception_ptr& e) {
             --running;
+            steps.erase(me);
             ++sessions;
             if (e) {
                 ++failed;
@@ -113,8 +123,14 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
     run_until(
         ctx, [&] { return std::chrono::steady_clock::now() - t0 > duration; }, duration + 5s);
     churning = false;
-    BOOST_REQUIRE(run_until(
-        ctx, [&] { return running == 0; }, 60s));
+    auto stuck = [&] {
+        std::string at = std::to_string(running) + " session(s) stuck at step";
+        for (auto [id, step] : steps) at += " " + std::to_string(step);
+        return at + " (0 connecting, " + std::to_string(messages_per_session + 1) + " disconnecting)";
+    };
+    BOOST_REQUIRE_MESSAGE(run_until(
+                              ctx, [&] { return running == 0; }, 60s),
+                          stuck() << "; first failure: " << first_failure);
     BOOST_REQUIRE(run_until(
         ctx, [&] { return ended == placed; }, 60s));
     long rss_end = rss_kib();

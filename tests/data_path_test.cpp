@@ -1,6 +1,7 @@
 // The data path on the kernel CM and a real (soft) RDMA device: send, receive, RDMA write
 // and read through queue_pair; failures as error_codes (bad rkey, peer gone, closed with
 // work in flight); 10,000 messages in order; a migration in the middle of traffic.
+#include "support/connection_pair.hpp"
 #include "support/fixture.hpp"
 #include "support/threads.hpp"
 
@@ -22,32 +23,6 @@ using asio::use_awaitable;
 namespace {
 
 constexpr int rw_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-
-// Both ends of one connection, each with its queue pair.
-struct connection_pair {
-    std::optional<cm_id> client, server;
-    std::optional<queue_pair> client_qp, server_qp;
-};
-
-awaitable<void> accept_side(listener& l, connection_pair& p, queue_pair_options o) {
-    auto req = co_await l.async_accept(use_awaitable);
-    p.server.emplace(std::move(req.id));
-    p.server_qp.emplace(*p.server, o);
-    co_await p.server->async_accept(conn_params{}, use_awaitable);
-}
-
-awaitable<void> connect_side(event_channel& ch, unsigned short port, connection_pair& p, queue_pair_options o) {
-    p.client.emplace(ch);
-    co_await p.client->async_resolve_address(device_endpoint(port), 2s, use_awaitable);
-    co_await p.client->async_resolve_route(2s, use_awaitable);
-    p.client_qp.emplace(*p.client, o);
-    co_await p.client->async_connect(conn_params{}, use_awaitable);
-}
-
-// Connects a pair through `l` (server side on its executor) and `client_ch`.
-awaitable<void> connect_pair(listener& l, event_channel& client_ch, connection_pair& p, queue_pair_options o = {}) {
-    co_await (accept_side(l, p, o) && connect_side(client_ch, l.local_endpoint().port(), p, o));
-}
 
 std::string_view text_of(std::span<const std::byte> b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
 
@@ -295,7 +270,7 @@ BOOST_AUTO_TEST_CASE(migration_in_the_middle_of_traffic) {
         o.max_recv_wr = 32;
         // Server side on t[0], client side on t[1].
         auto accepted = asio::co_spawn(t[0], accept_side(l, p, o), asio::use_future);
-        auto connected = asio::co_spawn(t[1], connect_side(a, l.local_endpoint().port(), p, o), asio::use_future);
+        auto connected = asio::co_spawn(t[1], connect_side(a, l.local_endpoint(), p, o), asio::use_future);
         BOOST_REQUIRE(ready_within(connected));
         BOOST_REQUIRE(ready_within(accepted));
         connected.get();

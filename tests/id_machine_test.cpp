@@ -104,8 +104,57 @@ BOOST_AUTO_TEST_CASE(failed_call_frees_the_slot_even_when_cancelled_meanwhile) {
 BOOST_AUTO_TEST_CASE(device_removal_fails_everything_else) {
     id_machine m;
     BOOST_TEST(!m.start(op_kind::establish));
+    BOOST_TEST(!m.start(op_kind::disconnect));
+    BOOST_TEST(!m.start(op_kind::resolve_route));
+    BOOST_TEST(m.cancel(op_kind::resolve_route)); // abandoned: its answer will not come now
     auto d = m.on_event(RDMA_CM_EVENT_DEVICE_REMOVAL);
-    BOOST_TEST((d.what == action::queue && d.kind == op_kind::next_event && d.fail_all));
+    BOOST_TEST((d.what == action::queue && d.kind == op_kind::next_event && d.connection_lost));
+    BOOST_TEST((d.ends(op_kind::establish) && d.ends(op_kind::disconnect) && !d.ends(op_kind::resolve_route)));
+    BOOST_TEST(d.others_result == make_error_code(errc::device_removed));
+    BOOST_TEST(!m.pending(op_kind::resolve_route));
+    // The id is dead: only its remaining events may still be read.
+    m.completed(op_kind::establish);
+    BOOST_TEST(m.start(op_kind::establish) == make_error_code(errc::device_removed));
+    BOOST_TEST(!m.start(op_kind::next_event));
+}
+
+// Events a well-behaved CM does not send in that order still end every operation they
+// concern: nothing is left waiting for an answer that will never come.
+BOOST_AUTO_TEST_CASE(disconnected_while_connecting_fails_the_connect) {
+    id_machine m;
+    BOOST_TEST(!m.start(op_kind::establish));
+    BOOST_TEST(!m.start(op_kind::next_event));
+    auto d = m.on_event(RDMA_CM_EVENT_DISCONNECTED);
+    BOOST_TEST((d.what == action::complete && d.kind == op_kind::next_event && d.connection_lost));
+    BOOST_TEST(d.ends(op_kind::establish));
+    BOOST_TEST(d.others_result == make_error_code(errc::disconnected));
+}
+
+BOOST_AUTO_TEST_CASE(timewait_exit_without_disconnected_ends_the_connection) {
+    id_machine m;
+    BOOST_TEST(!m.start(op_kind::disconnect));
+    auto d = m.on_event(RDMA_CM_EVENT_TIMEWAIT_EXIT);
+    BOOST_TEST((d.what == action::complete && d.kind == op_kind::disconnect && !d.result && d.connection_lost));
+    BOOST_TEST(m.disconnected());
+    // After a DISCONNECTED, TIMEWAIT_EXIT is just the next event.
+    id_machine n;
+    n.on_event(RDMA_CM_EVENT_DISCONNECTED);
+    d = n.on_event(RDMA_CM_EVENT_TIMEWAIT_EXIT);
+    BOOST_TEST((d.what == action::queue && d.kind == op_kind::next_event && !d.connection_lost && d.others == 0));
+}
+
+BOOST_AUTO_TEST_CASE(late_answers_after_established_are_only_delivered) {
+    id_machine m;
+    BOOST_TEST(!m.start(op_kind::establish));
+    auto d = m.on_event(RDMA_CM_EVENT_ESTABLISHED);
+    m.completed(d.kind);
+    for (auto t : {RDMA_CM_EVENT_UNREACHABLE, RDMA_CM_EVENT_CONNECT_ERROR, RDMA_CM_EVENT_REJECTED,
+                   RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ROUTE_ERROR}) {
+        d = m.on_event(t);
+        BOOST_TEST((d.what == action::queue && d.kind == op_kind::next_event && !d.result && d.others == 0),
+                   rdma_event_str(t));
+    }
+    BOOST_TEST(!m.start(op_kind::establish)); // nothing left pending by them
 }
 
 BOOST_AUTO_TEST_CASE(closed_id_refuses_every_operation) {

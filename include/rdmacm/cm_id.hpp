@@ -94,7 +94,9 @@ public:
     ///
     /// Signature: `void(error_code, cm_event)`. Errors: errc::rejected (the event keeps the
     /// reject reason as `status()` and the peer's private data), errc::unreachable,
-    /// errc::connect_error, errc::private_data_too_long, the call's errno, errc::not_open,
+    /// errc::connect_error, errc::disconnected (the connection went before it was
+    /// established: DISCONNECTED, or TIMEWAIT_EXIT alone), errc::device_removed,
+    /// errc::private_data_too_long, the call's errno, errc::not_open,
     /// errc::operation_in_progress, operation_aborted. Cancellation: terminal.
     template <typename Token>
     auto async_connect(const conn_params& params, Token&& token) {
@@ -119,7 +121,8 @@ public:
 
     /// Disconnects (`rdma_disconnect`) and completes on this side's DISCONNECTED. On IB
     /// that waits for the peer's own disconnect (or the CM's time-out); if the peer
-    /// disconnected first, it completes at once.
+    /// disconnected first, it completes at once; a TIMEWAIT_EXIT with no DISCONNECTED
+    /// before it completes it too (the connection is gone).
     /// Signature: `void(error_code)`. Cancellation: terminal.
     template <typename Token>
     auto async_disconnect(Token&& token) {

@@ -188,6 +188,7 @@ private:
     bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null
     bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()
     std::shared_ptr<data_path> data_path_;
+    ibv_context* removed_device_ = nullptr; // DEVICE_REMOVAL came: released after destroy
 };
 
 } // namespace rdmacm::detail

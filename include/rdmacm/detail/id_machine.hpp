@@ -40,13 +40,22 @@ public:
         action what;
         op_kind kind;
         error_code result;
-        // DEVICE_REMOVAL: every other outstanding operation fails with device_removed.
-        bool fail_all = false;
+        // Other outstanding operations the event ends, each failing with `others_result`:
+        // DEVICE_REMOVAL ends every one; a connection gone ends a connect or accept still
+        // waiting for its answer (which will never come).
+        std::uint8_t others = 0; // one bit per op_kind
+        error_code others_result;
+        // The connection is gone (DISCONNECTED, DEVICE_REMOVAL, or a TIMEWAIT_EXIT with no
+        // DISCONNECTED before it): so is its data path.
+        bool connection_lost = false;
+
+        bool ends(op_kind k) const noexcept { return (others >> static_cast<unsigned>(k)) & 1U; }
     };
 
     // May an operation of `kind` start? Marks it outstanding if so. Refused when the id is
-    // closed (not_open), when one of that kind is outstanding, or when a cancelled one still
-    // has its CM event to come (both operation_in_progress).
+    // closed (not_open), when its device was removed (device_removed; next_event excepted),
+    // when one of that kind is outstanding, or when a cancelled one still has its CM event
+    // to come (both operation_in_progress).
     error_code start(op_kind kind) noexcept;
     bool outstanding(op_kind kind) const noexcept { return slot(kind) == state::outstanding; }
     // An operation of `kind` is outstanding, or a cancelled one still has its event to come.
@@ -78,6 +87,9 @@ public:
 
 private:
     enum class state : std::uint8_t { idle, outstanding, abandoned };
+    // Marks in `d` the outstanding operations other than d.kind that `which` selects.
+    template <typename Which>
+    void end_others(decision& d, errc why, Which which) noexcept;
     static std::size_t index(op_kind k) noexcept { return static_cast<std::size_t>(k); }
     state& slot(op_kind k) noexcept { return slots_[index(k)]; }
     state slot(op_kind k) const noexcept { return slots_[index(k)]; }
@@ -86,6 +98,7 @@ private:
     std::array<std::uint32_t, op_kind_count> generation_{};
     bool closed_ = false;
     bool disconnected_ = false;
+    bool removed_ = false; // DEVICE_REMOVAL came: only next_event may start
 };
 
 } // namespace rdmacm::detail

@@ -71,6 +71,7 @@ private:
     // The completion channel and queue, shared by the readers (two for a moment while the
     // channel changes context), destroyed after the last of them let go of the fd.
     struct cq_resources {
+        ibv_context* verbs = nullptr; // held (device_release) while these live
         ibv_comp_channel* channel = nullptr;
         ibv_cq* cq = nullptr;
         std::mutex poll_mutex; // one poller at a time: completions stay in order

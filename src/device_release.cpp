@@ -1,0 +1,78 @@
+#include "device_release.hpp"
+
+#include "destroyer.hpp"
+
+#include <rdma/rdma_cma.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace rdmacm::detail {
+namespace {
+
+using clock = std::chrono::steady_clock;
+constexpr auto retry_every = std::chrono::milliseconds(20);
+constexpr auto give_up_after = std::chrono::seconds(10);
+
+struct registry {
+    std::mutex mutex;
+    std::map<ibv_context*, int> holds;
+    std::set<ibv_context*> releasing;
+};
+
+registry& devices() {
+    static registry r;
+    return r;
+}
+
+// Whether librdmacm still lists `verbs` after a resync (false when no device is left:
+// then it keeps its list, and the context, until the process exits).
+bool still_listed(ibv_context* verbs) {
+    int n = 0;
+    ibv_context** list = rdma_get_devices(&n);
+    if (!list) return false;
+    bool listed = false;
+    for (int i = 0; i < n; ++i) listed = listed || list[i] == verbs;
+    rdma_free_devices(list); // closes the removed device's context if nothing holds it
+    return listed;
+}
+
+void attempt(ibv_context* verbs, clock::time_point give_up) {
+    bool held;
+    {
+        std::lock_guard lock(devices().mutex);
+        held = devices().holds.contains(verbs);
+    }
+    // While an id on the device lives, the kernel keeps the device listed: so retry until
+    // the last one is gone and the device has left the list.
+    if ((held || still_listed(verbs)) && clock::now() < give_up) {
+        destroy_later([verbs, give_up] { attempt(verbs, give_up); }, retry_every);
+        return;
+    }
+    std::lock_guard lock(devices().mutex);
+    devices().releasing.erase(verbs);
+}
+
+} // namespace
+
+void hold_device(ibv_context* verbs) noexcept {
+    std::lock_guard lock(devices().mutex);
+    ++devices().holds[verbs];
+}
+
+void unhold_device(ibv_context* verbs) noexcept {
+    std::lock_guard lock(devices().mutex);
+    auto it = devices().holds.find(verbs);
+    if (it != devices().holds.end() && --it->second == 0) devices().holds.erase(it);
+}
+
+void release_removed_device(ibv_context* verbs) {
+    {
+        std::lock_guard lock(devices().mutex);
+        if (!devices().releasing.insert(verbs).second) return; // under way
+    }
+    attempt(verbs, clock::now() + give_up_after);
+}
+
+} // namespace rdmacm::detail
