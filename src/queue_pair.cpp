@@ -13,8 +13,6 @@
 #include <algorithm>
 #include <array>
 
-#include <unistd.h>
-
 namespace rdmacm {
 namespace detail {
 namespace {
@@ -33,35 +31,19 @@ bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type&
 } // namespace
 
 // Reads the completion channel on one execution context; polls for the queue pair.
-//
-// Through its own descriptor of the channel (a dup): when a connection moves away and
-// straight back, the old reader on that context may not have let go of its registration
-// with the context's epoll yet, and one fd cannot be registered twice with one epoll
-// (EEXIST) — a dup is another fd of the same channel.
 class qp_impl::cq_reader : public fd_reader {
 public:
     static std::shared_ptr<cq_reader> create(const executor_type& ex, std::shared_ptr<cq_resources> res,
                                              std::weak_ptr<qp_impl> owner) {
-        int fd = ::dup(res->channel->fd);
-        if (fd < 0) throw boost::system::system_error(RDMACM_CALL_ERROR("dup"));
-        std::shared_ptr<cq_reader> self;
-        try {
-            self.reset(new cq_reader(ex, std::move(res), std::move(owner), fd));
-        } catch (...) {
-            ::close(fd);
-            throw;
-        }
+        std::shared_ptr<cq_reader> self(new cq_reader(ex, std::move(res), std::move(owner)));
         self->start();
         return self;
     }
-    ~cq_reader() override {
-        detach(); // before the fd (and the resources) may go
-        ::close(fd_);
-    }
+    ~cq_reader() override { detach(); } // before the resources (and the fd) may go
 
 private:
-    cq_reader(const executor_type& ex, std::shared_ptr<cq_resources> res, std::weak_ptr<qp_impl> owner, int fd)
-        : fd_reader(ex, fd), fd_(fd), resources_(std::move(res)), owner_(std::move(owner)) {}
+    cq_reader(const executor_type& ex, std::shared_ptr<cq_resources> res, std::weak_ptr<qp_impl> owner)
+        : fd_reader(ex, res->channel->fd), resources_(std::move(res)), owner_(std::move(owner)) {}
 
     void on_readable() override {
         if (auto owner = owner_.lock())
@@ -70,7 +52,6 @@ private:
             stop();
     }
 
-    int fd_;
     std::shared_ptr<cq_resources> resources_;
     std::weak_ptr<qp_impl> owner_;
 };
@@ -283,8 +264,10 @@ void qp_impl::end_move(const executor_type& ex) {
         std::lock_guard lock(mutex_);
         if (!closed_ && reader_ && !same_context(reader_->get_executor(), ex)) {
             // The completion channel follows to the new context; for a moment both readers
-            // may poll (one at a time), both handing over to `ex`. Should no new reader be
-            // made (no fd left), the old one goes on reading, handing over to `ex` as well.
+            // may poll (one at a time), both handing over to `ex`. A reader cannot always be
+            // made there: moved away and straight back, the reader that context had may not
+            // have let go of the fd yet, and one fd cannot be registered twice with one
+            // epoll (EEXIST). Then the current reader goes on, handing over to `ex` as well.
             try {
                 old = std::exchange(reader_, cq_reader::create(ex, resources_, weak_from_this()));
             } catch (const boost::system::system_error&) {}
