@@ -44,11 +44,7 @@ bool fail_over() {
 } // namespace
 
 BOOST_FIXTURE_TEST_CASE(bond_failover_raises_addr_change_on_every_id_over_it, channel_fixture) {
-    const char* enabled = std::getenv("RDMACM_TEST_DESTRUCTIVE");
-    if (!enabled || std::string_view(enabled) != "1") {
-        std::cout << "addr change not enabled (RDMACM_TEST_DESTRUCTIVE=1, in the test bed's VM)\n";
-        return;
-    }
+    if (!destructive_tests_enabled()) return;
     BOOST_REQUIRE_MESSAGE(make_bond_device(), "could not make the bond and its rxe device");
     listener l(*channel);
     l.bind(endpoint(asio::ip::make_address(bond_address), 0));

@@ -55,11 +55,7 @@ bool port_active(const std::string& dev) {
 } // namespace
 
 BOOST_FIXTURE_TEST_CASE(removed_device_fails_everything_on_it_and_is_let_go, channel_fixture) {
-    const char* enabled = std::getenv("RDMACM_TEST_DESTRUCTIVE");
-    if (!enabled || std::string_view(enabled) != "1") {
-        std::cout << "device removal not enabled (RDMACM_TEST_DESTRUCTIVE=1, in the test bed's VM)\n";
-        return;
-    }
+    if (!destructive_tests_enabled()) return;
     auto dev = removable_device();
     BOOST_REQUIRE_MESSAGE(dev, "cannot tell the type and netdev of " << test_device().name);
 

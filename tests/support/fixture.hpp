@@ -18,9 +18,12 @@
 #include <poll.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <exception>
+#include <iostream>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 namespace rdmacm::test {
 
@@ -126,6 +129,16 @@ struct shared_cq {
         if (cq) BOOST_TEST(ibv_destroy_cq(std::exchange(cq, nullptr)) == 0);
     }
 };
+
+// Whether tests that change the machine's devices may run (RDMACM_TEST_DESTRUCTIVE=1: only
+// the test bed's throw-away VM sets it). If not, says so in the words ctest's
+// SKIP_REGULAR_EXPRESSION takes for a skip.
+inline bool destructive_tests_enabled() {
+    const char* enabled = std::getenv("RDMACM_TEST_DESTRUCTIVE");
+    if (enabled && std::string_view(enabled) == "1") return true;
+    std::cout << "destructive test not enabled (RDMACM_TEST_DESTRUCTIVE=1, in the test bed's VM)\n";
+    return false;
+}
 
 // A listener on the test device, bound to a free port.
 inline listener make_listener(event_channel& ch) {
