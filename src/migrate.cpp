@@ -2,10 +2,10 @@
 //
 //  1. Any thread: the id is marked moving. From here its events are held and new
 //     operations deferred; nothing of the id starts on the old channel any more.
-//  2. rdma_migrate_id, once no librdmacm call on the id is in flight, while the old
-//     channel's reader cannot read (F14/R4): at once in the initiating call when the
-//     reader is idle (its routing lock taken without waiting) or this thread runs it;
-//     else on the reader's strand. Every event the old reader read for the id was routed
+//  2. rdma_migrate_id, once no librdmacm call on the id is in flight, while neither the
+//     old channel's reader nor the target's can read (F14/R4/R8): at once in the
+//     initiating call when the readers are idle (their routing locks taken without
+//     waiting) or this thread runs them; else on the old reader's strand. Every event the old reader read for the id was routed
 //     before, and acked when read, so the call never waits for acks (R1). Queued, unread
 //     events move with the id in the kernel (F2) without a wake-up, so the new reader is
 //     kicked; later ones arrive on the new channel.
@@ -74,19 +74,20 @@ void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type&
     // A synchronous id has no channel of ours: the target's reader makes the call.
     auto reader = channel_ ? channel_ : std::move(target);
     if (calls_in_flight_ == 0 && reader->try_run_exclusive([&] { migrate_now(lock, how::post); })) return;
-    lock.unlock();
-    if (!reader->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
-        finish_migration(errc::channel_closed, how::post); // the old context is gone: nothing moved
+    migrate_later(lock, how::post);
 }
 
 void id_impl::migrate_on_reader() {
     std::unique_lock lock(mutex_);
     if (calls_in_flight_ == 0) return migrate_now(lock, how::dispatch);
-    // A call on the id is being made on another thread: after it (it is short).
+    migrate_later(lock, how::dispatch); // after the call made on another thread (it is short)
+}
+
+void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
     auto reader = channel_ ? channel_ : migration_->target;
     lock.unlock();
     if (!reader->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
-        finish_migration(errc::channel_closed);
+        finish_migration(errc::channel_closed, mode); // the old context is gone: nothing moved
 }
 
 void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
@@ -110,16 +111,29 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     in_migrate_call_ = true;
     lock.unlock();
 
-    if (rdma_migrate_id(id, target ? target->native() : nullptr) != 0) ec = RDMACM_CALL_ERROR("rdma_migrate_id");
-    if (!ec && !target && has_queued_event(id)) {
-        // An event moved to the private channel with the id: back where it was, with it.
-        if (rdma_migrate_id(id, old_channel->native()) == 0) {
-            ec = errc::event_pending;
-            old_channel->kick();
-        } // else synchronous after all: its blocking calls refuse while the event waits
-    }
+    auto call = [&] {
+        if (rdma_migrate_id(id, target ? target->native() : nullptr) != 0) ec = RDMACM_CALL_ERROR("rdma_migrate_id");
+        if (!ec && !target && has_queued_event(id)) {
+            // An event moved to the private channel with the id: back where it was, with it.
+            if (rdma_migrate_id(id, old_channel->native()) == 0) {
+                ec = errc::event_pending;
+                old_channel->kick();
+            } // else synchronous after all: its blocking calls refuse while the event waits
+        }
+    };
+    // The target's reader must not read meanwhile either (semantics R8): the kernel moves
+    // the id before librdmacm points id->channel at the target, and an event of the id
+    // read there in between has librdmacm's follow-up command (a query, the RTU answering
+    // a CONNECT_RESPONSE) written to the old fd: EINVAL, the event turned into an error.
+    // Never waited for — readers migrating ids to each other would deadlock: when the
+    // target's reader is busy, again soon from the old one.
+    bool made = !target || !old_channel || target == old_channel ? (call(), true) : target->try_run_exclusive(call);
     lock.lock();
     in_migrate_call_ = false;
+    if (!made) {
+        call_done_.notify_all();
+        return migrate_later(lock, mode);
+    }
     if (!ec) {
         channel_ = target;
         synchronous_ = !target;

@@ -27,10 +27,11 @@ inline std::vector<std::string>& thread_check_failures() {
     static std::vector<std::string> failures;
     return failures;
 }
-inline void check_from_thread(bool ok, const char* what, const char* file, int line) {
+inline void check_from_thread(bool ok, const char* what, const char* file, int line, const std::string& detail = {}) {
     if (ok) return;
     std::lock_guard lock(thread_checks_mutex());
-    thread_check_failures().push_back(std::string(file) + ":" + std::to_string(line) + ": " + what);
+    thread_check_failures().push_back(std::string(file) + ":" + std::to_string(line) + ": " + what +
+                                      (detail.empty() ? "" : " (" + detail + ")"));
 }
 inline void report_thread_checks() {
     std::vector<std::string> failures;
@@ -40,7 +41,9 @@ inline void report_thread_checks() {
     }
     for (auto& f : failures) BOOST_ERROR("check on a handler thread failed: " << f);
 }
-#define RDMACM_TEST_MT(cond, ...) ::rdmacm::test::check_from_thread(bool(cond), #cond, __FILE__, __LINE__)
+// An optional second argument (a string) says more, e.g. ec.message().
+#define RDMACM_TEST_MT(cond, ...)                                                                                      \
+    ::rdmacm::test::check_from_thread(bool(cond), #cond, __FILE__, __LINE__ __VA_OPT__(, ) __VA_ARGS__)
 
 class context_threads {
 public:

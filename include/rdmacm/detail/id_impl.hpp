@@ -143,6 +143,8 @@ private:
     void deliver(const cm_event& ev);
     void submit_destroy();
     void migrate_on_reader();
+    // Tries again from the old channel's reader (lock held on entry, released on return).
+    void migrate_later(std::unique_lock<std::mutex>& lock, how mode);
     // Makes the migrate call (lock held on entry, released on return); `mode` says how
     // a refusal completes (post when still inside the initiating call).
     void migrate_now(std::unique_lock<std::mutex>& lock, how mode);
