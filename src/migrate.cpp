@@ -5,10 +5,11 @@
 //  2. rdma_migrate_id, once no librdmacm call on the id is in flight, while neither the
 //     old channel's reader nor the target's can read (F14/R4/R8): at once in the
 //     initiating call when the readers are idle (their routing locks taken without
-//     waiting) or this thread runs them; else on the old reader's strand. Every event the old reader read for the id was routed
-//     before, and acked when read, so the call never waits for acks (R1). Queued, unread
-//     events move with the id in the kernel (F2) without a wake-up, so the new reader is
-//     kicked; later ones arrive on the new channel.
+//     waiting) or this thread runs them; else on the old reader's strand. Every event
+//     the old reader read for the id was routed before, and acked when read, so the call
+//     never waits for acks (R1). Queued, unread events move with the id in the kernel
+//     (F2) without a wake-up, so the new reader is kicked; later ones arrive on the new
+//     channel.
 //  3. The old executor: a marker that runs after every handler of the id posted there.
 //  4. The new executor: held events, then deferred operations, in order, then newer ones
 //     (R5); the id's executor is the new one; the migrate handler completes.
