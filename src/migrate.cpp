@@ -144,7 +144,10 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     if (!ec) {
         if (target) {
             target->add_owner();
-            target->kick(); // events that moved with the id (F2) are not announced by the kernel
+            // Events that moved with the id (F2) are not announced by the kernel. A request
+            // not yet accepted has none (F8): the usual move of a server's new connection
+            // saves the read.
+            if (!pending_request_) target->kick();
         }
         if (old_channel) old_channel->remove_owner();
     }
