@@ -17,12 +17,13 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/system_executor.hpp>
 
+#include <cstdio>
 #include <exception>
 
 namespace rdmacm {
 
-shard_pool::shard_pool(std::size_t shards, placement_policy placement)
-    : impl_(detail::pool_impl::create(shards, std::move(placement))) {}
+shard_pool::shard_pool(std::size_t shards, placement_policy placement, exception_handler on_exception)
+    : impl_(detail::pool_impl::create(shards, std::move(placement), std::move(on_exception))) {}
 
 namespace detail {
 namespace {
@@ -43,16 +44,19 @@ void deliver(from where, const pool_impl::executor_type& fallback, Handler handl
 
 } // namespace
 
-std::shared_ptr<pool_impl> pool_impl::create(std::size_t n, placement_policy placement) {
+std::shared_ptr<pool_impl> pool_impl::create(std::size_t n, placement_policy placement,
+                                             exception_handler on_exception) {
     if (n == 0) throw boost::system::system_error(make_error_code(errc::no_such_shard), "shard_pool: 0 shards");
-    std::shared_ptr<pool_impl> self(new pool_impl(placement ? std::move(placement) : round_robin()));
+    std::shared_ptr<pool_impl> self(
+        new pool_impl(placement ? std::move(placement) : round_robin(), std::move(on_exception)));
     for (std::size_t i = 0; i < n; ++i) {
         auto& s = self->shards_.emplace_back();
         s.guard.emplace(s.context.get_executor());
         s.channel.emplace(s.context); // may throw: before any thread starts
     }
-    for (auto& s : self->shards_) {
-        s.thread = std::thread([raw = self.get(), &s] { raw->run(s); });
+    for (std::size_t i = 0; i < n; ++i) {
+        auto& s = self->shards_[i];
+        s.thread = std::thread([raw = self.get(), i] { raw->run(i); });
         self->thread_ids_.push_back(s.thread.get_id());
     }
     return self;
@@ -67,14 +71,30 @@ pool_impl::~pool_impl() {
         }
 }
 
-void pool_impl::run(shard& s) noexcept {
+void pool_impl::run(std::size_t index) noexcept {
     for (;;) {
         try {
-            s.context.run();
+            shards_[index].context.run();
             return;
         } catch (...) {
             // A handler threw: that handler is done, the shard keeps serving the others.
+            report(index, std::current_exception());
         }
+    }
+}
+
+void pool_impl::report(std::optional<std::size_t> index, std::exception_ptr e) const noexcept {
+    std::size_t at = index.value_or(shards_.size());
+    if (on_exception_) {
+        on_exception_(at, e);
+        return;
+    }
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        std::fprintf(stderr, "rdmacm::shard_pool: shard %zu: a handler threw: %s\n", at, x.what());
+    } catch (...) {
+        std::fprintf(stderr, "rdmacm::shard_pool: shard %zu: a handler threw a non-std exception\n", at);
     }
 }
 
@@ -209,13 +229,16 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
             deliver(from::completion, loop->source_ex, std::move(loop->done), ec);
             return;
         }
-        loop->pool->place(std::move(request), [serve = loop->serve](error_code placed, connection c) mutable {
+        loop->pool->place(std::move(request), [serve = loop->serve, pool = std::weak_ptr(loop->pool)](
+                                                  error_code placed, connection c) mutable {
             if (placed) return; // rejected
             auto ex = c.get_executor();
             // The callable form: co_spawn keeps it (and with it `serve`) in the coroutine.
             boost::asio::co_spawn(
                 ex, [serve = std::move(serve), c = std::move(c)]() mutable { return (*serve)(std::move(c)); },
-                [](const std::exception_ptr&) {});
+                [pool](const std::exception_ptr& e) {
+                    if (auto p = e ? pool.lock() : nullptr) p->report(p->running_shard(), e);
+                });
         });
         auto pool = loop->pool;
         pool->accept_next(std::move(loop));

@@ -1,6 +1,7 @@
 // The shard pool against the kernel CM: placement over shards (1,000 connections on rxe),
 // live rebalancing under traffic with every message accounted for, a listener closed with
-// requests pending, a stop in the middle of traffic, and the pool's refusals.
+// requests pending, a stop in the middle of traffic, the pool's refusals, and exceptions
+// escaping handlers and coroutines on its shards.
 //
 // The clients run on the test thread's io_context; the server is a shard_pool serving a
 // listener whose channel is on that io_context too (accept here, serve on the shards).
@@ -393,4 +394,55 @@ BOOST_FIXTURE_TEST_CASE(refusals_are_clear_errors, channel_fixture) {
     BOOST_REQUIRE(run_until(ctx, [&] { return after_stop && report; }));
     BOOST_TEST((*after_stop == errc::pool_stopped));
     BOOST_TEST(run_until(ctx, [&] { return served.has_value(); }));
+}
+
+BOOST_FIXTURE_TEST_CASE(exceptions_on_a_shard_reach_the_pool_handler, channel_fixture) {
+    struct caught {
+        std::size_t shard;
+        std::string what;
+        bool on_its_thread;
+    };
+    std::mutex m;
+    std::vector<caught> exceptions;
+    std::optional<shard_pool> pool;
+    pool.emplace(2, all_on(1), [&](std::size_t shard, std::exception_ptr e) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+            std::lock_guard lock(m);
+            exceptions.push_back({shard, x.what(), pool->running_shard() == shard});
+        }
+    });
+    auto count = [&] {
+        std::lock_guard lock(m);
+        return exceptions.size();
+    };
+    // A plain handler on shard 0 throws: reported, and the shard serves what comes next.
+    std::atomic<bool> after = false;
+    asio::post(pool->get_executor(0), [] { throw std::runtime_error("from a handler"); });
+    asio::post(pool->get_executor(0), [&] { after = true; });
+    BOOST_REQUIRE(run_until(
+        ctx, [&] { return after && count() == 1; }, 10s));
+
+    // A served connection's coroutine throws: its connection ends (never accepted, so the
+    // client is rejected), and the exception reaches the handler from its shard.
+    auto l = make_listener(*channel);
+    std::optional<error_code> served;
+    pool->async_serve(
+        l, [](connection) -> awaitable<void> { throw std::runtime_error("from a coroutine"); },
+        [&](error_code ec) { served = ec; });
+    cm_id client(*channel);
+    std::optional<error_code> connected;
+    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(),
+                  [&](error_code ec, cm_event) { connected = ec; });
+    BOOST_REQUIRE(run_until(ctx, [&] { return connected && count() == 2; }));
+    BOOST_TEST(*connected, "the client was not refused");
+    pool->stop();
+    BOOST_TEST(run_until(ctx, [&] { return served.has_value(); }));
+    BOOST_TEST(exceptions[0].shard == 0u);
+    BOOST_TEST(exceptions[0].what == "from a handler");
+    BOOST_TEST(exceptions[0].on_its_thread);
+    BOOST_TEST(exceptions[1].shard == 1u);
+    BOOST_TEST(exceptions[1].what == "from a coroutine");
+    BOOST_TEST(exceptions[1].on_its_thread);
 }

@@ -11,6 +11,8 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <cstddef>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -37,9 +39,17 @@ public:
         drain  ///< let every connection end on its own
     };
 
+    /// What becomes of an exception that escapes a handler run by a shard, or a coroutine
+    /// started by `async_serve`: called with it on that shard's thread (`shard`: its index);
+    /// the shard goes on serving the others. Must not throw.
+    using exception_handler = std::function<void(std::size_t shard, std::exception_ptr)>;
+
     /// Starts `shards` threads (at least one). Throws system_error if an event channel cannot
     /// be created ("rdma_create_event_channel"), errc::no_such_shard for 0 shards.
-    explicit shard_pool(std::size_t shards, placement_policy placement = round_robin());
+    /// `on_exception` empty (the default): such an exception is reported on stderr — never
+    /// swallowed silently.
+    explicit shard_pool(std::size_t shards, placement_policy placement = round_robin(),
+                        exception_handler on_exception = {});
     shard_pool(const shard_pool&) = delete;
     shard_pool& operator=(const shard_pool&) = delete;
     /// `stop(stop_mode::close)`.
@@ -75,7 +85,8 @@ public:
     /// Accepts connection requests from `l` until it is closed or the pool stops, places
     /// each, and spawns `serve(connection)` (a function returning `awaitable<void>`) on the
     /// connection's executor: the coroutine starts on its shard and follows the connection
-    /// when it moves. A coroutine's exception ends that connection only (closes it). Requests
+    /// when it moves. A coroutine's exception ends that connection only (closes it) and goes
+    /// to the pool's exception handler. Requests
     /// that cannot be placed are rejected.
     ///
     /// Signature: `void(error_code)`: the error that ended accepting (operation_aborted when

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -49,8 +50,10 @@ public:
     using place_handler = boost::asio::any_completion_handler<void(error_code, connection)>;
     using rebalance_handler = boost::asio::any_completion_handler<void(error_code, rebalance_report)>;
     using serve_function = std::function<boost::asio::awaitable<void>(connection)>;
+    using exception_handler = std::function<void(std::size_t shard, std::exception_ptr)>;
 
-    static std::shared_ptr<pool_impl> create(std::size_t shards, placement_policy placement);
+    static std::shared_ptr<pool_impl> create(std::size_t shards, placement_policy placement,
+                                             exception_handler on_exception);
     ~pool_impl();
 
     std::size_t size() const noexcept { return shards_.size(); }
@@ -78,8 +81,12 @@ private:
         std::thread thread;
         std::size_t connections = 0; // under mutex_
     };
-    explicit pool_impl(placement_policy placement) : placement_(std::move(placement)) {}
-    void run(shard& s) noexcept;
+    pool_impl(placement_policy placement, exception_handler on_exception)
+        : placement_(std::move(placement)), on_exception_(std::move(on_exception)) {}
+    void run(std::size_t index) noexcept;
+    // An exception escaped user code on a shard's thread (or, from a coroutine's end, on
+    // whichever thread ran it): to the user's handler, else stderr.
+    void report(std::optional<std::size_t> index, std::exception_ptr e) const noexcept;
     bool on_pool_thread() const noexcept;
     executor_type refusal_executor(std::size_t i) const;
     void accept_next(std::shared_ptr<serve_loop> loop);
@@ -88,6 +95,7 @@ private:
 
     mutable std::mutex mutex_;
     placement_policy placement_;
+    const exception_handler on_exception_;
     std::deque<shard> shards_;
     std::vector<std::thread::id> thread_ids_; // set at creation, read from any thread
     std::unordered_map<std::uint64_t, std::shared_ptr<pooled_state>> connections_;
