@@ -83,7 +83,7 @@ void pool_impl::run(std::size_t index) noexcept {
     }
 }
 
-void pool_impl::report(std::optional<std::size_t> index, std::exception_ptr e) const noexcept {
+void pool_impl::report(std::optional<std::size_t> index, const std::exception_ptr& e) const noexcept {
     std::size_t at = index.value_or(shards_.size());
     if (on_exception_) {
         on_exception_(at, e);

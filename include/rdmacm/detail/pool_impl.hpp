@@ -86,7 +86,7 @@ private:
     void run(std::size_t index) noexcept;
     // An exception escaped user code on a shard's thread (or, from a coroutine's end, on
     // whichever thread ran it): to the user's handler, else stderr.
-    void report(std::optional<std::size_t> index, std::exception_ptr e) const noexcept;
+    void report(std::optional<std::size_t> index, const std::exception_ptr& e) const noexcept;
     bool on_pool_thread() const noexcept;
     executor_type refusal_executor(std::size_t i) const;
     void accept_next(std::shared_ptr<serve_loop> loop);
