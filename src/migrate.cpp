@@ -4,12 +4,12 @@
 //     operations deferred; nothing of the id starts on the old channel any more.
 //  2. rdma_migrate_id, once no librdmacm call on the id is in flight, while neither the
 //     old channel's reader nor the target's can read (F14/R4/R8): at once in the
-//     initiating call when the readers are idle (their routing locks taken without
-//     waiting) or this thread runs them; else on the old reader's strand. Every event
-//     the old reader read for the id was routed before, and acked when read, so the call
-//     never waits for acks (R1). Queued, unread events move with the id in the kernel
-//     (F2) without a wake-up, so the new reader is kicked; later ones arrive on the new
-//     channel.
+//     initiating call when the old reader is idle (its routing lock taken without
+//     waiting) or this thread runs it, else on its strand; the target's reader is paused
+//     for the call (at most one read of its own to wait out). Every event the old reader
+//     read for the id was routed before, and acked when read, so the call never waits
+//     for acks (R1). Queued, unread events move with the id in the kernel (F2) without a
+//     wake-up, so the new reader is kicked; later ones arrive on the new channel.
 //  3. The old executor: a marker that runs after every handler of the id posted there.
 //  4. The new executor: held events, then deferred operations, in order, then newer ones
 //     (R5); the id's executor is the new one; the migrate handler completes.
@@ -33,8 +33,10 @@
 namespace rdmacm::detail {
 namespace {
 
-bool has_queued_event(const rdma_cm_id* id) noexcept {
-    pollfd p{id->channel->fd, POLLIN, 0};
+// Whether any event waits on the channel: a fresh poll sees the queue itself, even events
+// the kernel moved there without waking the channel's pollers.
+bool has_queued_event(const rdma_event_channel* channel) noexcept {
+    pollfd p{channel->fd, POLLIN, 0};
     return ::poll(&p, 1, 0) > 0;
 }
 
@@ -112,29 +114,22 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     in_migrate_call_ = true;
     lock.unlock();
 
-    auto call = [&] {
-        if (rdma_migrate_id(id, target ? target->native() : nullptr) != 0) ec = RDMACM_CALL_ERROR("rdma_migrate_id");
-        if (!ec && !target && has_queued_event(id)) {
-            // An event moved to the private channel with the id: back where it was, with it.
-            if (rdma_migrate_id(id, old_channel->native()) == 0) {
-                ec = errc::event_pending;
-                old_channel->kick();
-            } // else synchronous after all: its blocking calls refuse while the event waits
-        }
-    };
     // The target's reader must not read meanwhile either (semantics R8): the kernel moves
     // the id before librdmacm points id->channel at the target, and an event of the id
     // read there in between has librdmacm's follow-up command (a query, the RTU answering
     // a CONNECT_RESPONSE) written to the old fd: EINVAL, the event turned into an error.
-    // Never waited for — readers migrating ids to each other would deadlock: when the
-    // target's reader is busy, again soon from the old one.
-    bool made = !target || !old_channel || target == old_channel ? (call(), true) : target->try_run_exclusive(call);
+    if (target) target->pause_reads();
+    if (rdma_migrate_id(id, target ? target->native() : nullptr) != 0) ec = RDMACM_CALL_ERROR("rdma_migrate_id");
+    if (target) target->resume_reads();
+    if (!ec && !target && has_queued_event(id->channel)) {
+        // An event moved to the private channel with the id: back where it was, with it.
+        if (rdma_migrate_id(id, old_channel->native()) == 0) {
+            ec = errc::event_pending;
+            old_channel->kick();
+        } // else synchronous after all: its blocking calls refuse while the event waits
+    }
     lock.lock();
     in_migrate_call_ = false;
-    if (!made) {
-        call_done_.notify_all();
-        return migrate_later(lock, mode);
-    }
     if (!ec) {
         channel_ = target;
         synchronous_ = !target;
@@ -144,10 +139,11 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     if (!ec) {
         if (target) {
             target->add_owner();
-            // Events that moved with the id (F2) are not announced by the kernel. A request
-            // not yet accepted has none (F8): the usual move of a server's new connection
-            // saves the read.
-            if (!pending_request_) target->kick();
+            // Events that moved with the id (F2) are not announced by the kernel: the
+            // reader reads them when any wait there (a look is cheaper than a read on the
+            // reader's strand, and most moves bring none). A request not yet accepted has
+            // none (F8): the usual move of a server's new connection does not even look.
+            if (!pending_request_ && has_queued_event(target->native())) target->kick();
         }
         if (old_channel) old_channel->remove_owner();
     }

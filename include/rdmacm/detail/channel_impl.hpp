@@ -47,6 +47,14 @@ public:
         return true;
     }
 
+    // Keeps the reader out of rdma_get_cm_event until resume_reads(), from any thread:
+    // waits out a read in progress (one non-blocking call, which never waits for anything
+    // of ours — unlike the routing lock, held while events are routed, so never a
+    // deadlock), and reads nothing more until resumed. Pauses nest.
+    void pause_reads() noexcept;
+    // Ends a pause; reads what the reader left while paused.
+    void resume_reads();
+
     // Reads whatever is queued now. After rdma_migrate_id: the kernel moves the id's queued
     // events onto this channel without waking its pollers, so nothing else would. Kicks
     // before the reader's next read are one: that read takes all they moved.
@@ -66,12 +74,20 @@ private:
     channel_impl(const executor_type& ex, rdma_event_channel* ch);
     void on_readable() override { drain(); }
     void drain();
+    // Before each read in drain(): false while paused (the reader then yields: the last
+    // resume reads on).
+    bool enter_read() noexcept;
 
     rdma_event_channel* channel_;
     std::mutex route_mutex_; // held by the reader while it routes events
     std::atomic<std::size_t> owners_{1};
     std::atomic<std::uint64_t> events_read_{0};
     std::atomic<bool> kick_pending_{false};
+    // Pausing: a Dekker pair (sequentially consistent) — the reader announces a read and
+    // then looks for a pause, a pauser announces its pause and then looks for a read.
+    std::atomic<int> paused_{0};
+    std::atomic<bool> in_read_{false};
+    std::atomic<bool> yielded_{false}; // the reader stopped for a pause
 };
 
 } // namespace rdmacm::detail
