@@ -209,6 +209,15 @@ void qp_impl::poll(const void* by) {
                 {std::move(outstanding_.at(wr_id)), error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()), 0});
         outstanding_.clear();
     }
+    if (closed_) {
+        // close() came while this poll ran (it has let go of the reader): these completed
+        // before it, so they complete as they did — held, nothing would ever hand them over
+        // (one server coroutine in ~25 never ended after shard_pool::stop()).
+        auto ex = executor_.get();
+        lock.unlock();
+        hand_over(done, ex);
+        return;
+    }
     if (moving_ || by != reader_.get()) {
         // Held while the id moves. A reader the completion channel has left hands over
         // nothing itself (its posts could be overtaken by the new reader's inline ones):
