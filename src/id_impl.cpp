@@ -329,26 +329,29 @@ void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec
 
 void id_impl::complete(const executor_type& ex, completion c, how mode) {
     if (!ex) return; // the id's context has shut down: nothing runs there any more
-    auto deliver = [&](auto bound) {
-        if (mode == how::dispatch) {
-            // Straight onto the handler's own executor: inline if the reader already runs
-            // there, without a second executor hop.
-            auto handler_ex = boost::asio::get_associated_executor(bound, ex);
-            boost::asio::dispatch(handler_ex, std::move(bound));
-        } else {
-            boost::asio::post(ex, std::move(bound));
-        }
-    };
     std::visit(
         [&](auto& h) {
             using H = std::decay_t<decltype(h)>;
-            if constexpr (std::is_same_v<H, void_handler>) {
-                deliver(boost::asio::append(std::move(h), c.ec));
-            } else if constexpr (std::is_same_v<H, event_handler>) {
-                deliver(boost::asio::append(std::move(h), c.ec, c.event));
-            } else if constexpr (std::is_same_v<H, request_handler>) {
-                connection_request r{cm_id(std::move(c.new_id)), c.event};
-                deliver(boost::asio::append(std::move(h), c.ec, std::move(r)));
+            if constexpr (std::is_same_v<H, std::monostate>) {
+                return;
+            } else {
+                // Straight onto the handler's own executor (asked of the handler: `append`
+                // gives a token, which has none): inline if the reader already runs there.
+                auto handler_ex = boost::asio::get_associated_executor(h, ex);
+                auto deliver = [&](auto bound) {
+                    if (mode == how::dispatch)
+                        boost::asio::dispatch(handler_ex, std::move(bound));
+                    else
+                        boost::asio::post(ex, std::move(bound));
+                };
+                if constexpr (std::is_same_v<H, void_handler>) {
+                    deliver(boost::asio::append(std::move(h), c.ec));
+                } else if constexpr (std::is_same_v<H, event_handler>) {
+                    deliver(boost::asio::append(std::move(h), c.ec, c.event));
+                } else {
+                    connection_request r{cm_id(std::move(c.new_id)), c.event};
+                    deliver(boost::asio::append(std::move(h), c.ec, std::move(r)));
+                }
             }
         },
         c.handler);

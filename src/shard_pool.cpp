@@ -28,18 +28,23 @@ shard_pool::shard_pool(std::size_t shards, placement_policy placement, exception
 namespace detail {
 namespace {
 
-// Runs `handler(args...)` on its associated executor (default `fallback`): posted when
-// called from an initiating function, dispatched from a completion.
+// Runs `handler(args...)` on its associated executor (default `fallback`): from an
+// initiating function by way of a post to `fallback` (never inside the call), from a
+// completion at once. The hop to the handler's executor is ours, not Asio's
+// work_dispatcher: that one holds work on the handler's context until it has returned from
+// the dispatch, on fallback's thread — for refusals after stop on the system executor's
+// thread, whose late release found the user's io_context destroyed.
 enum class from { initiation, completion };
 template <typename Handler, typename... Args>
 void deliver(from where, const pool_impl::executor_type& fallback, Handler handler, Args&&... args) {
-    auto bound = boost::asio::append(std::move(handler), std::forward<Args>(args)...);
-    if (where == from::initiation) {
-        boost::asio::post(fallback, std::move(bound));
-    } else {
-        auto ex = boost::asio::get_associated_executor(bound, fallback);
+    auto ex = boost::asio::get_associated_executor(handler, fallback);
+    auto call = [ex, bound = boost::asio::append(std::move(handler), std::forward<Args>(args)...)]() mutable {
         boost::asio::dispatch(ex, std::move(bound));
-    }
+    };
+    if (where == from::initiation)
+        boost::asio::post(fallback, std::move(call));
+    else
+        call();
 }
 
 } // namespace
@@ -99,7 +104,7 @@ void pool_impl::report(std::optional<std::size_t> index, const std::exception_pt
 }
 
 // Once stopped, the shards' contexts no longer run: refusals go to the handler's own
-// executor by way of the system executor.
+// executor, or for a handler without one to the system executor.
 pool_impl::executor_type pool_impl::refusal_executor(std::size_t i) const {
     return stopping_ ? executor_type(boost::asio::system_executor()) : get_executor(i);
 }
