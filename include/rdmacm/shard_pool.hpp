@@ -25,7 +25,8 @@ namespace rdmacm {
 /// live (`async_move`, `async_rebalance`), their data path and pending operations with them.
 ///
 /// Every asynchronous function's handler runs on its associated executor, by default the
-/// executor named in its description; none runs inside the initiating call.
+/// executor named in its description — once the pool has stopped (its shards no longer
+/// run), the system executor; none runs inside the initiating call.
 ///
 /// Thread safety: every member function may be called from any thread, including the
 /// shards' own. Lifetime: connections, listeners being served and operations in flight must
