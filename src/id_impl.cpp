@@ -4,6 +4,7 @@
 #include "rdmacm/detail/call_error.hpp"
 #include "destroyer.hpp"
 #include "device_release.hpp"
+#include "dispatch_to_handler.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -332,26 +333,18 @@ void id_impl::complete(const executor_type& ex, completion c, how mode) {
     std::visit(
         [&](auto& h) {
             using H = std::decay_t<decltype(h)>;
-            if constexpr (std::is_same_v<H, std::monostate>) {
-                return;
-            } else {
-                // Straight onto the handler's own executor (asked of the handler: `append`
-                // gives a token, which has none): inline if the reader already runs there.
-                auto handler_ex = boost::asio::get_associated_executor(h, ex);
-                auto deliver = [&](auto bound) {
-                    if (mode == how::dispatch)
-                        boost::asio::dispatch(handler_ex, std::move(bound));
-                    else
-                        boost::asio::post(ex, std::move(bound));
-                };
-                if constexpr (std::is_same_v<H, void_handler>) {
-                    deliver(boost::asio::append(std::move(h), c.ec));
-                } else if constexpr (std::is_same_v<H, event_handler>) {
-                    deliver(boost::asio::append(std::move(h), c.ec, c.event));
-                } else {
-                    connection_request r{cm_id(std::move(c.new_id)), c.event};
-                    deliver(boost::asio::append(std::move(h), c.ec, std::move(r)));
-                }
+            auto deliver = [&](auto&&... args) {
+                if (mode == how::dispatch) // inline if the reader already runs there
+                    dispatch_to_handler(std::move(h), ex, std::forward<decltype(args)>(args)...);
+                else
+                    boost::asio::post(ex, boost::asio::append(std::move(h), std::forward<decltype(args)>(args)...));
+            };
+            if constexpr (std::is_same_v<H, void_handler>) {
+                deliver(c.ec);
+            } else if constexpr (std::is_same_v<H, event_handler>) {
+                deliver(c.ec, c.event);
+            } else if constexpr (std::is_same_v<H, request_handler>) {
+                deliver(c.ec, connection_request{cm_id(std::move(c.new_id)), c.event});
             }
         },
         c.handler);

@@ -2,6 +2,7 @@
 
 #include "rdmacm/detail/call_error.hpp"
 #include "device_release.hpp"
+#include "dispatch_to_handler.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -242,11 +243,7 @@ void qp_impl::poll(const void* by) {
 // Still under the poll lock (or on the new executor with the held ones): in order.
 void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex) {
     if (!ex) return; // the context has shut down
-    for (auto& c : done) {
-        auto bound = boost::asio::append(std::move(c.h), c.ec, c.bytes);
-        auto handler_ex = boost::asio::get_associated_executor(bound, ex);
-        boost::asio::dispatch(handler_ex, std::move(bound));
-    }
+    for (auto& c : done) dispatch_to_handler(std::move(c.h), ex, c.ec, c.bytes);
 }
 
 void qp_impl::begin_move() {

@@ -10,7 +10,10 @@
 #include "rdmacm/listener.hpp"
 #include "rdmacm/shard_pool.hpp"
 
-#include <boost/asio/append.hpp>
+#include "dispatch_to_handler.hpp"
+
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -28,23 +31,22 @@ shard_pool::shard_pool(std::size_t shards, placement_policy placement, exception
 namespace detail {
 namespace {
 
-// Runs `handler(args...)` on its associated executor (default `fallback`): from an
-// initiating function by way of a post to `fallback` (never inside the call), from a
-// completion at once. The hop to the handler's executor is ours, not Asio's
-// work_dispatcher: that one holds work on the handler's context until it has returned from
-// the dispatch, on fallback's thread — for refusals after stop on the system executor's
-// thread, whose late release found the user's io_context destroyed.
-enum class from { initiation, completion };
+// From an initiating function: `handler(args...)` by way of a post to `fallback` (never
+// inside the call), then on the handler's own executor (dispatch_to_handler). Callers hold
+// the pool's mutex, so a shard chosen as `fallback` cannot stop before the post has made
+// work there. `keep` holds the pool, and with it the shard on which async_start tracks work
+// for a handler without an executor of its own, until the handler is done: after stop
+// `fallback` is the system executor, whose thread releases that work after the handler
+// ran, when the user may have destroyed the pool.
 template <typename Handler, typename... Args>
-void deliver(from where, const pool_impl::executor_type& fallback, Handler handler, Args&&... args) {
-    auto ex = boost::asio::get_associated_executor(handler, fallback);
-    auto call = [ex, bound = boost::asio::append(std::move(handler), std::forward<Args>(args)...)]() mutable {
-        boost::asio::dispatch(ex, std::move(bound));
-    };
-    if (where == from::initiation)
-        boost::asio::post(fallback, std::move(call));
-    else
-        call();
+void post_to_handler(std::shared_ptr<const pool_impl> keep, const pool_impl::executor_type& fallback, Handler handler,
+                     Args&&... args) {
+    auto alloc = boost::asio::get_associated_allocator(handler);
+    boost::asio::post(
+        fallback, boost::asio::bind_allocator(alloc, [keep = std::move(keep), fallback, handler = std::move(handler),
+                                                      ... args = std::forward<Args>(args)]() mutable {
+            dispatch_to_handler(std::move(handler), fallback, std::move(args)...);
+        }));
 }
 
 } // namespace
@@ -166,9 +168,8 @@ void pool_impl::place(connection_request request, place_handler handler) {
         if (to >= shards_.size()) ec = errc::no_such_shard;
     }
     if (ec) {
-        lock.unlock();
         auto ex = refusal_executor(0);
-        deliver(from::initiation, ex, std::move(handler), ec, failed_connection(ex));
+        post_to_handler(shared_from_this(), ex, std::move(handler), ec, failed_connection(ex));
         return; // the request's id goes with it: rejected
     }
     auto state = std::make_shared<pooled_state>();
@@ -189,7 +190,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
                  ex](error_code migrated) mutable {
                     if (migrated) {
                         self->remove(*state);
-                        deliver(from::completion, ex, std::move(handler), migrated, failed_connection(ex));
+                        dispatch_to_handler(std::move(handler), ex, migrated, failed_connection(ex));
                         return;
                     }
                     {
@@ -198,7 +199,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
                     }
                     executor_type strand = boost::asio::strand<follow_executor>(follow_executor(state->home));
                     connection c(std::move(request.id), request.event, state, std::move(strand));
-                    deliver(from::completion, ex, std::move(handler), migrated, std::move(c));
+                    dispatch_to_handler(std::move(handler), ex, migrated, std::move(c));
                 });
 }
 
@@ -219,7 +220,7 @@ void pool_impl::serve(listener& l, serve_function serve, void_handler handler) {
         if (!stopping_) listeners_.push_back(l.impl());
     }
     if (stopping_) {
-        deliver(from::initiation, l.get_executor(), std::move(handler), error_code(errc::pool_stopped));
+        post_to_handler(shared_from_this(), l.get_executor(), std::move(handler), error_code(errc::pool_stopped));
         return;
     }
     accept_next(std::make_shared<serve_loop>(serve_loop{shared_from_this(), l, l.get_executor(),
@@ -231,7 +232,7 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
     auto& source = loop->source;
     source.async_accept([loop = std::move(loop)](error_code ec, connection_request request) mutable {
         if (ec) {
-            deliver(from::completion, loop->source_ex, std::move(loop->done), ec);
+            dispatch_to_handler(std::move(loop->done), loop->source_ex, ec);
             return;
         }
         loop->pool->place(std::move(request), [serve = loop->serve, pool = std::weak_ptr(loop->pool)](
@@ -264,8 +265,7 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
     else if (state->moving)
         ec = errc::operation_in_progress;
     if (ec || state->shard == to) {
-        lock.unlock();
-        deliver(from::initiation, fallback, std::move(handler), ec);
+        post_to_handler(shared_from_this(), fallback, std::move(handler), ec);
         return;
     }
     state->moving = true;
@@ -288,7 +288,7 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                     state->home->store(&self->shards_[to].context);
                 }
             }
-            deliver(from::completion, fallback, std::move(handler), migrated);
+            dispatch_to_handler(std::move(handler), fallback, migrated);
         });
 }
 
@@ -316,7 +316,8 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
         ec = errc::no_such_shard;
     if (ec || moves.empty()) {
         report.after = report.before;
-        deliver(from::initiation, fallback, std::move(handler), ec, std::move(report));
+        std::lock_guard lock(mutex_);
+        post_to_handler(shared_from_this(), refusal_executor(0), std::move(handler), ec, std::move(report));
         return;
     }
     auto op = std::make_shared<rebalance_op>(std::move(report), moves.size(), std::move(handler));
@@ -329,7 +330,7 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
                 op->report.moved.push_back(m);
             if (--op->remaining != 0) return;
             op->report.after = self->connection_counts();
-            deliver(from::completion, fallback, std::move(op->handler), error_code{}, std::move(op->report));
+            dispatch_to_handler(std::move(op->handler), fallback, error_code{}, std::move(op->report));
         });
     }
 }
