@@ -7,8 +7,6 @@
 #include "dispatch_to_handler.hpp"
 
 #include <boost/asio/append.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/system/system_error.hpp>

@@ -15,7 +15,6 @@
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/system_executor.hpp>
@@ -32,9 +31,9 @@ namespace detail {
 namespace {
 
 // From an initiating function: `handler(args...)` by way of a post to `fallback` (never
-// inside the call), then on the handler's own executor (dispatch_to_handler). Callers hold
-// the pool's mutex, so a shard chosen as `fallback` cannot stop before the post has made
-// work there. `keep` holds the pool, and with it the shard on which async_start tracks work
+// inside the call), then on the handler's own executor (dispatch_to_handler). Callers that
+// chose a shard as `fallback` hold the pool's mutex, so it cannot stop before the post has
+// made work there. `keep` holds the pool, and with it the shard on which async_start tracks work
 // for a handler without an executor of its own, until the handler is done: after stop
 // `fallback` is the system executor, whose thread releases that work after the handler
 // ran, when the user may have destroyed the pool.

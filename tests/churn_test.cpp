@@ -78,14 +78,7 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
             --running;
             steps.erase(me);
             ++sessions;
-            if (e) {
-                ++failed;
-                try {
-                    std::rethrow_exception(e);
-                } catch (const std::exception& x) {
-                    if (first_failure.empty()) first_failure = x.what();
-                }
-            }
+            if (e && failed++ == 0) first_failure = what(e);
             if (churning) self(self);
         });
     };

@@ -116,15 +116,6 @@ struct echo_clients {
                     << "; " << server.describe();
         return r;
     }
-    static std::string what(const std::exception_ptr& e) {
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& x) {
-            return x.what();
-        } catch (...) {
-            return "a non-std exception";
-        }
-    }
 };
 
 // Accepts on `l` for `pool`; the serve operation's result lands in `served`.

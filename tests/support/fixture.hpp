@@ -23,6 +23,7 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace rdmacm::test {
@@ -35,6 +36,17 @@ inline endpoint device_endpoint(unsigned short port = 0) { return {asio::ip::mak
 
 // Small RC queue pair attributes; librdmacm creates the CQs (and a completion channel).
 inline ibv_qp_init_attr rc_qp_attr() { return rc_qp_init_attr(2); }
+
+// What an exception says, for failure messages.
+inline std::string what(const std::exception_ptr& e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        return x.what();
+    } catch (...) {
+        return "a non-std exception";
+    }
+}
 
 // Runs `ctx` until `done()`, at most `limit` (an event channel's reader keeps the
 // context busy for as long as the channel lives, so run() alone would not return).
