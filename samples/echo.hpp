@@ -20,10 +20,12 @@ namespace sample {
 constexpr std::size_t echo_depth = 64, echo_message_size = 4096;
 
 // Returns how many messages were echoed; `on_established` is called once connected,
-// `on_echo` after each message sent back.
-template <typename OnEstablished, typename OnEcho = void (*)()>
+// `on_message` for each message received, before it is sent back. (Counting what came in,
+// not what went out: a send the peer got may still complete with an error here when the
+// peer disconnects straight after, its acknowledgement overtaken by the teardown.)
+template <typename OnEstablished, typename OnMessage = void (*)()>
 boost::asio::awaitable<std::size_t> echo(
-    rdmacm::cm_id& conn, OnEstablished on_established, OnEcho on_echo = [] {}) {
+    rdmacm::cm_id& conn, OnEstablished on_established, OnMessage on_message = [] {}) {
     namespace asio = boost::asio;
     rdmacm::queue_pair qp(conn, {.max_send_wr = echo_depth, .max_recv_wr = echo_depth});
     receive_queue received(qp, echo_depth, echo_message_size, co_await asio::this_coro::executor);
@@ -33,10 +35,10 @@ boost::asio::awaitable<std::size_t> echo(
     for (;;) {
         auto [ec, length, slot] = co_await received.async_next(asio::as_tuple(asio::use_awaitable));
         if (ec) break; // flushed: the peer has gone
+        on_message();
         co_await qp.async_send(received.region(), received.slot(slot).first(length), asio::use_awaitable);
         received.post(slot);
         ++echoed;
-        on_echo();
     }
     co_await conn.async_disconnect(asio::use_awaitable);
     co_return echoed;

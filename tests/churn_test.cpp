@@ -46,34 +46,40 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
     const int concurrent = is_siw() ? 4 : 12, messages_per_session = 20;
     const auto duration = churn_time();
     echo_server_counts counted;
-    auto& [placed, ended, echoed, served] = counted;
+    auto& [placed, ended, echoed, served] = counted.totals;
     auto l = make_listener(*channel);
     shard_pool pool(3, least_connections());
     serve_echo(pool, l, ctx, counted);
     const auto server = device_endpoint(l.local_endpoint().port());
 
     std::uint64_t sessions = 0, failed = 0, sent = 0, moves = 0, move_failures = 0;
-    int running = 0;
+    int running = 0, moves_in_flight = 0;
     bool churning = true;
     std::string first_failure, first_move_failure;
     // Where each running session is (0 connecting, 1..n waiting for that echo, n+1
-    // disconnecting): a stuck session names its step.
-    std::map<std::uint64_t, int> steps;
+    // disconnecting) and its port once connected: a stuck session names its step, and the
+    // server's side of it.
+    struct where {
+        int step = 0;
+        unsigned short port = 0;
+    };
+    std::map<std::uint64_t, where> steps;
     std::uint64_t next_session = 0;
     auto session = [&](std::uint64_t me) -> awaitable<void> {
         auto peer = co_await sample::echo_peer::connect(*channel, server, 64);
+        steps[me].port = peer->id().local_endpoint().port();
         for (int i = 1; i <= messages_per_session; ++i) {
-            steps[me] = i;
+            steps[me].step = i;
             co_await peer->round_trip(static_cast<std::uint64_t>(i));
             ++sent;
         }
-        steps[me] = messages_per_session + 1;
+        steps[me].step = messages_per_session + 1;
         co_await peer->disconnect();
     };
     auto start_session = [&](auto& self) -> void {
         ++running;
         const auto me = next_session++;
-        steps[me] = 0;
+        steps[me] = {};
         asio::co_spawn(ctx, session(me), [&, self, me](const std::exception_ptr& e) {
             --running;
             steps.erase(me);
@@ -90,7 +96,9 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
         auto all = pool.snapshot();
         if (!all.empty()) {
             auto key = all[random() % all.size()].key;
+            ++moves_in_flight;
             pool.async_move(key, random() % pool.size(), asio::bind_executor(ctx, [&](error_code ec) {
+                                --moves_in_flight;
                                 // A connection may end before or while it moves (not_open,
                                 // operation_aborted) or be moving already: not failures.
                                 if (!ec) {
@@ -118,9 +126,10 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
         ctx, [&] { return std::chrono::steady_clock::now() - t0 > duration; }, duration + 5s);
     churning = false;
     auto stuck = [&] {
-        std::string at = std::to_string(running) + " session(s) stuck at step";
-        for (auto [id, step] : steps) at += " " + std::to_string(step);
-        return at + " (0 connecting, " + std::to_string(messages_per_session + 1) + " disconnecting)";
+        std::string at = std::to_string(running) + " session(s) stuck (step, port):";
+        for (auto [id, w] : steps) at += " " + std::to_string(w.step) + ", " + std::to_string(w.port) + ";";
+        return at + " (step 0 connecting, " + std::to_string(messages_per_session + 1) + " disconnecting); " +
+               counted.describe() + " " + std::to_string(moves_in_flight) + " move(s) in flight";
     };
     BOOST_REQUIRE_MESSAGE(run_until(
                               ctx, [&] { return running == 0; }, 60s),

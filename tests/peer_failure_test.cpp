@@ -21,7 +21,7 @@ using asio::awaitable;
 BOOST_FIXTURE_TEST_CASE(a_killed_peer_ends_its_connections_within_seconds, channel_fixture) {
     constexpr int peers = 3;
     echo_server_counts counted;
-    auto& [placed, ended, echoed, served] = counted;
+    auto& [placed, ended, echoed, served] = counted.totals;
     auto l = make_listener(*channel);
     shard_pool pool(2);
     serve_echo(pool, l, ctx, counted);

@@ -9,30 +9,73 @@
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <string>
 
 namespace rdmacm::test {
 
 struct echo_server_counts {
-    std::atomic<std::uint64_t> placed{0}, ended{0}, echoed{0};
-    std::optional<error_code> served; // how serving ended, set on `ctx`
+    struct {
+        std::atomic<std::uint64_t> placed{0}, ended{0}, echoed{0};
+        std::optional<error_code> served; // how serving ended, set on `ctx`
+    } totals;
+
+    // Each live connection, by its client's port: for failure messages.
+    struct live_connection {
+        std::uint64_t key = 0;
+        bool accepted = false;
+        std::uint64_t echoed = 0;
+        std::size_t shard = 0; // where it last echoed (or was placed)
+    };
+    mutable std::mutex mutex;
+    std::map<unsigned short, live_connection> live;
+
+    std::string describe() const {
+        std::lock_guard lock(mutex);
+        std::string s = std::to_string(live.size()) + " live server connection(s) (client port: key, echoed, shard):";
+        for (const auto& [port, c] : live)
+            s += ' ' + std::to_string(port) + ": " + std::to_string(c.key) + (c.accepted ? "" : " not accepted") +
+                 ", " + std::to_string(c.echoed) + ", " + std::to_string(c.shard) + ';';
+        return s;
+    }
 };
 
 // Serves `l` with `pool`; a connection's coroutine ends when its peer goes (or the pool stops).
 inline void serve_echo(shard_pool& pool, listener& l, boost::asio::io_context& ctx, echo_server_counts& counts) {
     pool.async_serve(
         l,
-        [&counts](connection c) -> boost::asio::awaitable<void> {
-            ++counts.placed;
-            try {
-                co_await sample::echo(
-                    c.id(), [] {}, [&] { ++counts.echoed; });
-            } catch (const boost::system::system_error&) {
-                // the disconnect after a flush (the peer is gone), or the pool's stop
+        [&counts, &pool](connection given) -> boost::asio::awaitable<void> {
+            ++counts.totals.placed;
+            {
+                // Gone at the end of this scope: out of the pool before `ended` counts it.
+                connection c = std::move(given);
+                const auto port = c.id().remote_endpoint().port();
+                auto note = [&](auto change) {
+                    std::lock_guard lock(counts.mutex);
+                    auto& mine = counts.live[port];
+                    mine.key = c.key();
+                    mine.shard = pool.running_shard().value_or(c.shard());
+                    change(mine);
+                };
+                note([](auto&) {});
+                try {
+                    co_await sample::echo(
+                        c.id(), [&] { note([](auto& mine) { mine.accepted = true; }); },
+                        [&] {
+                            ++counts.totals.echoed;
+                            note([](auto& mine) { ++mine.echoed; });
+                        });
+                } catch (const boost::system::system_error&) {
+                    // the disconnect after a flush (the peer is gone), or the pool's stop
+                }
+                std::lock_guard lock(counts.mutex);
+                counts.live.erase(port);
             }
-            ++counts.ended;
+            ++counts.totals.ended;
         },
-        boost::asio::bind_executor(ctx, [&counts](error_code ec) { counts.served = ec; }));
+        boost::asio::bind_executor(ctx, [&counts](error_code ec) { counts.totals.served = ec; }));
 }
 
 } // namespace rdmacm::test
