@@ -65,12 +65,33 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
     };
     std::map<std::uint64_t, where> steps;
     std::uint64_t next_session = 0;
+    // siw's race (README, "not ours": a client's first message, arriving while the server's
+    // siw is still handing the socket to the queue pair, stays unread until more data comes)
+    // leaves a session waiting for its first echo, the server having received nothing. Such
+    // a session is ended after 5 s (the close may still bring its message to the server) and
+    // counted apart; anything else stuck still fails.
+    std::uint64_t siw_races = 0;
     auto session = [&](std::uint64_t me) -> awaitable<void> {
-        auto peer = co_await sample::echo_peer::connect(*channel, server, 64);
-        steps[me].port = peer->id().local_endpoint().port();
+        std::shared_ptr<sample::echo_peer> peer = co_await sample::echo_peer::connect(*channel, server, 64);
+        const auto port = peer->id().local_endpoint().port();
+        steps[me].port = port;
+        auto raced = std::make_shared<bool>(false);
+        asio::steady_timer first_echo(ctx, 5s); // (its handler may run after the session ended)
+        first_echo.async_wait([&counted, peer, port, raced](error_code ec) {
+            if (ec || !is_siw() || counted.received_from(port) != 0) return;
+            *raced = true;
+            peer->id().close(); // the round trip fails
+        });
         for (int i = 1; i <= messages_per_session; ++i) {
             steps[me].step = i;
-            co_await peer->round_trip(static_cast<std::uint64_t>(i));
+            try {
+                co_await peer->round_trip(static_cast<std::uint64_t>(i));
+            } catch (const std::exception&) {
+                if (!*raced) throw;
+                ++siw_races;
+                co_return;
+            }
+            first_echo.cancel();
             ++sent;
         }
         steps[me].step = messages_per_session + 1;
@@ -126,7 +147,8 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
         ctx, [&] { return std::chrono::steady_clock::now() - t0 > duration; }, duration + 5s);
     churning = false;
     auto stuck = [&] {
-        std::string at = std::to_string(running) + " session(s) stuck (step, port):";
+        std::string at =
+            std::to_string(running) + " of " + std::to_string(next_session) + " session(s) stuck (step, port):";
         for (auto [id, w] : steps) at += " " + std::to_string(w.step) + ", " + std::to_string(w.port) + ";";
         return at + " (step 0 connecting, " + std::to_string(messages_per_session + 1) + " disconnecting); " +
                counted.describe() + " " + std::to_string(moves_in_flight) + " move(s) in flight";
@@ -140,12 +162,15 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
 
     BOOST_TEST_MESSAGE("churn " << duration.count() << " s: " << sessions << " connections, " << sent
                                 << " messages echoed and checked, " << moves << " moves; RSS " << rss_warm << " -> "
-                                << rss_end << " KiB");
+                                << rss_end << " KiB; " << siw_races << " session(s) ended by siw's first-message race");
     BOOST_TEST(failed == 0u, first_failure);
     BOOST_TEST(move_failures == 0u, first_move_failure);
     BOOST_TEST(moves > 0u);
     BOOST_TEST(sessions >= std::uint64_t(concurrent));
-    BOOST_TEST(echoed == sent); // exactly once each
+    // Exactly once each; a raced session's first message may still reach the server as the
+    // client closes (more data wakes siw's reader).
+    BOOST_TEST(echoed >= sent);
+    BOOST_TEST(echoed <= sent + siw_races);
     BOOST_TEST(placed == sessions);
     auto counts = pool.connection_counts();
     BOOST_TEST(std::accumulate(counts.begin(), counts.end(), std::size_t{0}) == 0u);

@@ -26,18 +26,24 @@ struct echo_server_counts {
     struct live_connection {
         std::uint64_t key = 0;
         bool accepted = false;
-        std::uint64_t echoed = 0;
+        std::uint64_t received = 0;
         std::size_t shard = 0; // where it last echoed (or was placed)
     };
     mutable std::mutex mutex;
     std::map<unsigned short, live_connection> live;
 
+    // Messages received from the client on `port`, while its connection lives.
+    std::uint64_t received_from(unsigned short port) const {
+        std::lock_guard lock(mutex);
+        auto it = live.find(port);
+        return it == live.end() ? 0 : it->second.received;
+    }
     std::string describe() const {
         std::lock_guard lock(mutex);
-        std::string s = std::to_string(live.size()) + " live server connection(s) (client port: key, echoed, shard):";
+        std::string s = std::to_string(live.size()) + " live server connection(s) (client port: key, received, shard):";
         for (const auto& [port, c] : live)
             s += ' ' + std::to_string(port) + ": " + std::to_string(c.key) + (c.accepted ? "" : " not accepted") +
-                 ", " + std::to_string(c.echoed) + ", " + std::to_string(c.shard) + ';';
+                 ", " + std::to_string(c.received) + ", " + std::to_string(c.shard) + ';';
         return s;
     }
 };
@@ -65,7 +71,7 @@ inline void serve_echo(shard_pool& pool, listener& l, boost::asio::io_context& c
                         c.id(), [&] { note([](auto& mine) { mine.accepted = true; }); },
                         [&] {
                             ++counts.totals.echoed;
-                            note([](auto& mine) { ++mine.echoed; });
+                            note([](auto& mine) { ++mine.received; });
                         });
                 } catch (const boost::system::system_error&) {
                     // the disconnect after a flush (the peer is gone), or the pool's stop
