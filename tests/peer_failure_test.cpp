@@ -21,7 +21,7 @@ using asio::awaitable;
 BOOST_FIXTURE_TEST_CASE(a_killed_peer_ends_its_connections_within_seconds, channel_fixture) {
     constexpr int peers = 3;
     echo_server_counts counted;
-    auto& [placed, ended, echoed, served] = counted.totals;
+    auto& [placed, ended, received, served] = counted.totals;
     auto l = make_listener(*channel);
     shard_pool pool(2);
     serve_echo(pool, l, ctx, counted);
@@ -41,7 +41,7 @@ BOOST_FIXTURE_TEST_CASE(a_killed_peer_ends_its_connections_within_seconds, chann
         children.push_back(child);
     }
     BOOST_REQUIRE(run_until(
-        ctx, [&] { return placed == std::uint64_t(peers) && echoed >= 300; }, 60s));
+        ctx, [&] { return placed == std::uint64_t(peers) && received >= 300; }, 60s));
     for (auto child : children) ::kill(child, SIGKILL);
     auto killed = std::chrono::steady_clock::now();
     for (auto child : children) {

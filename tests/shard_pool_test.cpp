@@ -33,11 +33,11 @@ placement_policy all_on(std::size_t shard) {
     return [shard](std::span<const std::size_t>, const connection_request&) { return shard; };
 }
 
-// The server side of echo traffic: per connection, the messages echoed and the shard whose
-// thread echoed the last one.
+// The server side of echo traffic: per connection, the messages received (each echoed) and
+// the shard whose thread received the last one.
 struct echo_service {
     struct per_connection {
-        std::atomic<std::uint64_t> echoed{0};
+        std::atomic<std::uint64_t> received{0};
         std::atomic<std::size_t> last_shard{~std::size_t{0}};
         std::atomic<std::size_t> shard_now{~std::size_t{0}};
         std::atomic<bool> established{false};
@@ -53,7 +53,7 @@ struct echo_service {
                 co_await sample::echo(
                     c.id(), [&] { mine.established = true; },
                     [&] {
-                        mine.echoed++;
+                        mine.received++;
                         mine.last_shard = pool.running_shard().value_or(~std::size_t{0});
                         mine.shard_now = c.shard();
                     });
@@ -65,16 +65,16 @@ struct echo_service {
     }
     // For failure messages: per connection seen, established or not and echoes so far.
     std::string describe() const {
-        std::string s = "server connections (established/echoed):";
+        std::string s = "server connections (established/received):";
         for (std::size_t k = 1; k < by_key.size(); ++k)
-            if (by_key[k].echoed != 0 || by_key[k].established)
+            if (by_key[k].received != 0 || by_key[k].established)
                 s += ' ' + std::to_string(k) + ':' + (by_key[k].established ? 'E' : '-') + '/' +
-                     std::to_string(by_key[k].echoed);
+                     std::to_string(by_key[k].received);
         return s + ", " + std::to_string(ended) + " ended";
     }
-    std::uint64_t echoed() const {
+    std::uint64_t received() const {
         std::uint64_t n = 0;
-        for (const auto& c : by_key) n += c.echoed;
+        for (const auto& c : by_key) n += c.received;
         return n;
     }
 };
@@ -296,10 +296,10 @@ BOOST_FIXTURE_TEST_CASE(rebalancing_under_traffic_loses_no_message, channel_fixt
     BOOST_TEST(clients.failed == 0u);
     BOOST_REQUIRE(run_until(
         ctx, [&] { return service.ended == int(n); }, 60s));
-    // Every message the clients sent was echoed once (a duplicate or a loss would have
+    // Every message the clients sent was received once (a duplicate or a loss would have
     // broken a client's check of the next echo, or hung it), by the shard the connection
     // was on.
-    BOOST_TEST(service.echoed() == clients.sum());
+    BOOST_TEST(service.received() == clients.sum());
     for (std::uint64_t key = 1; key <= n; ++key)
         BOOST_TEST(service.by_key[key].last_shard == service.by_key[key].shard_now, "connection " << key);
 }

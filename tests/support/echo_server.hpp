@@ -18,8 +18,8 @@ namespace rdmacm::test {
 
 struct echo_server_counts {
     struct {
-        std::atomic<std::uint64_t> placed{0}, ended{0}, echoed{0};
-        std::optional<error_code> served; // how serving ended, set on `ctx`
+        std::atomic<std::uint64_t> placed{0}, ended{0}, received{0}; // received: messages, each echoed
+        std::optional<error_code> served;                            // how serving ended, set on `ctx`
     } totals;
 
     // Each live connection, by its client's port: for failure messages.
@@ -27,7 +27,7 @@ struct echo_server_counts {
         std::uint64_t key = 0;
         bool accepted = false;
         std::uint64_t received = 0;
-        std::size_t shard = 0; // where it last echoed (or was placed)
+        std::size_t shard = 0; // where it last received (or was placed)
     };
     mutable std::mutex mutex;
     std::map<unsigned short, live_connection> live;
@@ -70,7 +70,7 @@ inline void serve_echo(shard_pool& pool, listener& l, boost::asio::io_context& c
                     co_await sample::echo(
                         c.id(), [&] { note([](auto& mine) { mine.accepted = true; }); },
                         [&] {
-                            ++counts.totals.echoed;
+                            ++counts.totals.received;
                             note([](auto& mine) { ++mine.received; });
                         });
                 } catch (const boost::system::system_error&) {
