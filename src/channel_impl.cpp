@@ -6,7 +6,6 @@
 #include <boost/system/system_error.hpp>
 
 #include <atomic>
-#include <thread>
 
 namespace rdmacm::detail {
 
@@ -31,33 +30,18 @@ channel_impl::~channel_impl() {
     rdma_destroy_event_channel(channel_); // librdmacm owns the fd and closes it
 }
 
+bool channel_impl::try_add_owner() noexcept {
+    auto n = owners_.load(std::memory_order_relaxed);
+    while (n != 0)
+        if (owners_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
+    return false;
+}
+
 void channel_impl::remove_owner() noexcept {
     if (owners_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     // The last owner may go on the destroyer thread: post only into a living context (a
     // dead one has already let go of the descriptor).
     stop_later();
-}
-
-void channel_impl::pause_reads() noexcept {
-    paused_.fetch_add(1);
-    while (in_read_.load()) std::this_thread::yield();
-}
-
-void channel_impl::resume_reads() {
-    paused_.fetch_sub(1);
-    if (yielded_.exchange(false)) kick();
-}
-
-bool channel_impl::enter_read() noexcept {
-    for (;;) {
-        in_read_.store(true);
-        if (paused_.load() == 0) return true;
-        in_read_.store(false);
-        yielded_.store(true);
-        // A resume between the two looks may not have seen the flag: then take it back
-        // and read on (whoever takes it reads).
-        if (paused_.load() != 0 || !yielded_.exchange(false)) return false;
-    }
 }
 
 // Edge-triggered readiness: read until EAGAIN, or events stay queued unseen (semantics A3).
@@ -66,9 +50,12 @@ void channel_impl::drain() {
     std::lock_guard lock(route_mutex_);
     kick_pending_.store(false, std::memory_order_release); // what was moved before is read now
     rdma_cm_event* ev = nullptr;
-    while (!stopped() && enter_read()) {
-        int got = rdma_get_cm_event(channel_, &ev);
-        in_read_.store(false, std::memory_order_release);
+    while (!stopped()) {
+        int got;
+        {
+            std::lock_guard read(read_mutex_);
+            got = rdma_get_cm_event(channel_, &ev);
+        }
         if (got != 0) break;
         events_read_.fetch_add(1, std::memory_order_relaxed);
         // Copy, take the routing pointers, then ack at once: migrate and destroy never

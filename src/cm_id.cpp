@@ -59,14 +59,15 @@ void cm_id::reject(std::span<const std::byte> private_data) {
 
 void cm_id::reject(std::span<const std::byte> private_data, error_code& ec) noexcept {
     ec = {};
-    rdma_cm_id* id = native_handle();
-    if (!id) {
+    if (!impl_) {
         ec = errc::not_open;
     } else if (private_data.size() > 255) {
         ec = errc::private_data_too_long;
     } else {
         detail::id_impl::call_guard guard(*impl_);
-        if (rdma_reject(id, private_data.data(), static_cast<std::uint8_t>(private_data.size())) != 0)
+        if (!guard.id())
+            ec = errc::not_open;
+        else if (rdma_reject(guard.id(), private_data.data(), static_cast<std::uint8_t>(private_data.size())) != 0)
             ec = RDMACM_CALL_ERROR("rdma_reject");
         else
             impl_->set_pending_request(false);
@@ -81,13 +82,15 @@ void cm_id::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd) {
 
 void cm_id::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) noexcept {
     ec = {};
-    rdma_cm_id* id = native_handle();
-    if (!id) {
+    if (!impl_) {
         ec = errc::not_open;
         return;
     }
     detail::id_impl::call_guard guard(*impl_);
-    if (rdma_create_qp(id, pd, &attr) != 0) ec = RDMACM_CALL_ERROR("rdma_create_qp");
+    if (!guard.id())
+        ec = errc::not_open;
+    else if (rdma_create_qp(guard.id(), pd, &attr) != 0)
+        ec = RDMACM_CALL_ERROR("rdma_create_qp");
 }
 
 ibv_qp* cm_id::qp() const noexcept {
@@ -124,15 +127,17 @@ void listener::bind(const endpoint& local) {
 
 void listener::bind(const endpoint& local, error_code& ec) noexcept {
     ec = {};
-    rdma_cm_id* id = native_handle();
-    if (!id) {
+    if (!impl_) {
         ec = errc::not_open;
     } else if (!detail::supported(local)) {
         ec = errc::address_family_not_supported;
     } else {
         detail::id_impl::call_guard guard(*impl_);
         endpoint address = local; // librdmacm takes a non-const sockaddr
-        if (rdma_bind_addr(id, address.data()) != 0) ec = RDMACM_CALL_ERROR("rdma_bind_addr");
+        if (!guard.id())
+            ec = errc::not_open;
+        else if (rdma_bind_addr(guard.id(), address.data()) != 0)
+            ec = RDMACM_CALL_ERROR("rdma_bind_addr");
     }
 }
 
@@ -144,18 +149,19 @@ void listener::listen(int backlog) {
 
 void listener::listen(int backlog, error_code& ec) noexcept {
     ec = {};
-    rdma_cm_id* id = native_handle();
-    if (!id) {
+    if (!impl_) {
         ec = errc::not_open;
     } else if (listening_) {
         ec = errc::already_listening;
     } else {
         detail::id_impl::call_guard guard(*impl_);
-        if (rdma_listen(id, backlog) != 0) {
+        if (!guard.id()) {
+            ec = errc::not_open;
+        } else if (rdma_listen(guard.id(), backlog) != 0) {
             ec = RDMACM_CALL_ERROR("rdma_listen");
         } else {
             listening_ = true;
-            impl_->set_listening();
+            impl_->set_listening(backlog);
         }
     }
 }

@@ -3,6 +3,7 @@
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 
 #include <utility>
 
@@ -17,6 +18,15 @@ template <typename Handler, typename Executor, typename... Args>
 void dispatch_to_handler(Handler handler, const Executor& fallback, Args&&... args) {
     auto ex = boost::asio::get_associated_executor(handler, fallback);
     boost::asio::dispatch(ex, boost::asio::append(std::move(handler), std::forward<Args>(args)...));
+}
+
+// The same, never inline: queued on `fallback` first (what follows a handler that threw).
+template <typename Handler, typename Executor, typename... Args>
+void post_to_handler_executor(Handler handler, const Executor& fallback, Args&&... args) {
+    boost::asio::post(fallback,
+                      [handler = std::move(handler), fallback, ... args = std::forward<Args>(args)]() mutable {
+                          dispatch_to_handler(std::move(handler), fallback, std::move(args)...);
+                      });
 }
 
 } // namespace rdmacm::detail

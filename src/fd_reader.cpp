@@ -24,9 +24,21 @@ void fd_reader::start() {
     // A first read: the fd may be readable already, and readiness is edge-triggered.
     // Posted: never inside the caller, who may hold locks the reader takes.
     boost::asio::post(*strand_, [self = shared_from_this()] {
-        self->on_readable();
         self->wait();
+        self->read();
     });
+}
+
+void fd_reader::read() {
+    try {
+        on_readable();
+    } catch (...) {
+        // A handler run inline threw: out of run(), as Asio's own do. The wait is armed
+        // already; what the reader had not read yet (no new edge will announce it) is read
+        // by another pass.
+        run_on_reader([self = shared_from_this()] { self->read(); });
+        throw;
+    }
 }
 
 fd_reader::~fd_reader() { detach(); }
@@ -57,8 +69,11 @@ void fd_reader::wait() {
     descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
                             [self = shared_from_this()](boost::system::error_code ec) {
                                 if (ec || self->stopped_) return; // released: going away
-                                self->on_readable();
+                                // Armed again before reading: nothing run inline while
+                                // reading (a handler that throws) can leave the fd unwatched.
+                                // A readiness edge meanwhile only brings an extra pass.
                                 self->wait();
+                                self->read();
                             });
 }
 

@@ -11,6 +11,10 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 
 namespace rdmacm::detail {
@@ -21,13 +25,14 @@ struct id_impl::canceller {
     std::weak_ptr<id_impl> impl;
     op_kind kind;
     std::uint32_t generation;
+    bool deferred; // not started yet: waiting for a migration to end
 
     void operator()(boost::asio::cancellation_type type) const {
         // Operations with CM work in the kernel can only be abandoned: terminal. Waiting
-        // for an event or a request is cleanly undone: any type.
-        bool clean = kind == op_kind::next_event || kind == op_kind::request;
+        // for an event or a request, or for a migration to end, is cleanly undone: any type.
+        bool clean = deferred || kind == op_kind::next_event || kind == op_kind::request;
         if (!clean && (type & boost::asio::cancellation_type::terminal) == boost::asio::cancellation_type::none) return;
-        if (auto p = impl.lock()) p->cancel_one(kind, generation);
+        if (auto p = impl.lock()) p->cancel_one(kind, generation, deferred);
     }
 };
 
@@ -64,11 +69,26 @@ void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
     std::unique_lock lock(mutex_);
     if (migration_ && !machine_.closed()) {
         // Not on a moving id (librdmacm would write to whichever channel it has): it
-        // starts on the new channel, in the order it was asked for.
-        deferred_.push_back({kind, std::move(handler), call});
+        // starts on the new channel, in the order it was asked for; until then it can be
+        // cancelled like any other.
+        const std::uint32_t serial = ++deferred_serial_;
+        install_canceller(handler, kind, serial, true);
+        deferred_.push_back({kind, std::move(handler), call, serial});
         return;
     }
     start_now(lock, kind, std::move(handler), call);
+}
+
+void id_impl::install_canceller(any_handler& handler, op_kind kind, std::uint32_t generation, bool deferred) {
+    std::visit(
+        [&](auto& h) {
+            if constexpr (!std::is_same_v<std::decay_t<decltype(h)>, std::monostate>) {
+                auto slot = boost::asio::get_associated_cancellation_slot(h);
+                if (slot.is_connected())
+                    slot.template emplace<canceller>(canceller{weak_from_this(), kind, generation, deferred});
+            }
+        },
+        handler);
 }
 
 void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call) {
@@ -83,7 +103,7 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     if (kind == op_kind::disconnect && machine_.disconnected()) {
         machine_.completed(kind);
         (void)make_call(lock, call); // the connection is down either way
-        lock.unlock();
+        after_call(lock);
         complete({std::move(handler), {}, {}, {}});
         return;
     }
@@ -106,31 +126,24 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
         return;
     }
     const std::uint32_t generation = machine_.generation(kind);
-    std::visit(
-        [&](auto& h) {
-            if constexpr (!std::is_same_v<std::decay_t<decltype(h)>, std::monostate>) {
-                auto slot = boost::asio::get_associated_cancellation_slot(h);
-                if (slot.is_connected())
-                    slot.template emplace<canceller>(canceller{weak_from_this(), kind, generation});
-            }
-        },
-        handler);
+    install_canceller(handler, kind, generation, false);
     handlers_[static_cast<std::size_t>(kind)] = std::move(handler);
     // The call goes out after the handler is in place: its event cannot beat it.
     ec = make_call(lock, call);
-    if (!ec) return;
+    completion failed;
     auto& slot = handlers_[static_cast<std::size_t>(kind)];
-    if (machine_.generation(kind) != generation) return; // cannot happen: the slot was busy
-    machine_.call_failed(kind);
-    if (slot.index() == 0) return; // cancelled meanwhile: already completed
-    completion c{std::exchange(slot, {}), ec, {}, {}};
-    lock.unlock();
-    complete(std::move(c));
+    // (A changed generation cannot happen: the slot was busy.)
+    if (ec && machine_.generation(kind) == generation) {
+        machine_.call_failed(kind);
+        if (slot.index() != 0) failed = {std::exchange(slot, {}), ec, {}, {}}; // else cancelled meanwhile
+    }
+    after_call(lock);
+    if (failed.handler.index() != 0) complete(std::move(failed));
 }
 
 error_code id_impl::make_call(std::unique_lock<std::mutex>& lock, const op_call& call) {
     rdma_cm_id* id = id_;
-    ++calls_in_flight_; // a migration waits for it
+    ++calls_in_flight_; // a migration and a destroy wait for it
     lock.unlock();
     error_code ec = call(*this, id);
     lock.lock();
@@ -138,8 +151,33 @@ error_code id_impl::make_call(std::unique_lock<std::mutex>& lock, const op_call&
     return ec;
 }
 
-void id_impl::cancel_one(op_kind kind, std::uint32_t generation) noexcept {
+void id_impl::after_call(std::unique_lock<std::mutex>& lock) {
+    if (calls_in_flight_ == 0 && migrate_waits_) {
+        migrate_waits_ = false;
+        migrate_step(lock, how::post); // maybe inside an initiating call: the end is posted
+        return;
+    }
+    release_if_idle(lock);
+}
+
+void id_impl::release_if_idle(std::unique_lock<std::mutex>& lock) {
+    bool now = machine_.closed() && !migration_ && calls_in_flight_ == 0 && !destroy_submitted_;
+    if (now) destroy_submitted_ = true;
+    lock.unlock();
+    if (now) submit_destroy();
+}
+
+void id_impl::cancel_one(op_kind kind, std::uint32_t generation, bool deferred) noexcept {
     std::unique_lock lock(mutex_);
+    if (deferred) {
+        auto it = std::find_if(deferred_.begin(), deferred_.end(), [&](auto& d) { return d.serial == generation; });
+        if (it == deferred_.end()) return; // started meanwhile: its own canceller took over
+        completion c{std::move(it->handler), boost::asio::error::operation_aborted, {}, {}};
+        deferred_.erase(it);
+        lock.unlock();
+        complete(std::move(c));
+        return;
+    }
     auto& slot = handlers_[static_cast<std::size_t>(kind)];
     if (machine_.generation(kind) != generation || slot.index() == 0 || !machine_.cancel(kind)) return;
     completion c{std::exchange(slot, {}), boost::asio::error::operation_aborted, {}, {}};
@@ -170,7 +208,6 @@ void id_impl::attach(std::shared_ptr<data_path> dp) {
 
 void id_impl::close() noexcept {
     decltype(requests_) unanswered;
-    bool moving;
     std::shared_ptr<data_path> data;
     {
         std::lock_guard lock(mutex_);
@@ -179,31 +216,28 @@ void id_impl::close() noexcept {
         machine_.close();
         unanswered.swap(requests_);
         events_.clear();
-        moving = migration_ != nullptr; // then the migration destroys it when it ends
         data = data_path_;
+        // A blocking next_event of synchronous mode ends (operation_aborted).
+        if (wake_fd_ >= 0) (void)::eventfd_write(wake_fd_, 1);
     }
     if (data) data->close();
     cancel();
     for (auto& r : unanswered) r.first->close(); // rejected and destroyed
-    if (!moving) submit_destroy();
+    std::unique_lock lock(mutex_);
+    release_if_idle(lock); // else the last call in flight, or the migration's end, does
 }
 
 void id_impl::submit_destroy() {
     destroy_later([self = shared_from_this()]() mutable {
-        {
-            // A blocking call of synchronous mode reads the id's private channel.
-            std::unique_lock lock(self->mutex_);
-            self->call_done_.wait(lock, [&] { return !self->in_sync_call_; });
-        }
-        self->destroy();
-        // No event of the id is read after rdma_destroy_id, but one read (and acked: destroy
-        // did not wait for it) may still be being routed to us: the barrier lets the reader
-        // finish with it while we live. Then let go of the channel before it may stop: its
-        // last reference must go on its own context (in the stop job), never here after
-        // that context is gone. The data path (completion queue) goes after the queue pair,
-        // which went with the id.
-        std::shared_ptr<channel_impl> channel;
         std::shared_ptr<data_path> data;
+        {
+            std::lock_guard lock(self->mutex_);
+            data = self->data_path_;
+        }
+        if (data) data->wait_idle(); // a post racing close() is still writing to the queue pair
+        self->destroy();
+        // The data path (completion queue) goes after the queue pair, which went with the id.
+        std::shared_ptr<channel_impl> channel;
         ibv_context* removed_device;
         {
             std::lock_guard lock(self->mutex_);
@@ -211,17 +245,25 @@ void id_impl::submit_destroy() {
             data = std::move(self->data_path_);
             removed_device = self->removed_device_;
         }
-        if (channel) channel->routing_barrier();
         data.reset();
         // After the data path: its completion queue holds the device until it goes.
         if (removed_device) release_removed_device(removed_device);
-        self.reset();
         if (!channel) return; // synchronous: librdmacm's private channel went with the id
-        channel->remove_owner();
+        // No event of the id is read after rdma_destroy_id, but one read before (and acked:
+        // destroy did not wait for it) may still be on its way through the channel's reader,
+        // which names the id by a raw pointer: the id's memory goes on the reader's strand,
+        // after it — nothing here waits for the reader. Then the channel loses an owner
+        // there too (its last reference must go on its own context, or after it is gone).
+        auto release = [self = std::move(self), channel]() mutable {
+            self.reset();
+            channel->remove_owner();
+        };
+        if (!channel->run_on_reader(release)) release(); // the context is gone: no reader
     });
 }
 
 void id_impl::destroy() noexcept {
+    if (wake_fd_ >= 0) ::close(std::exchange(wake_fd_, -1));
     if (!id_) return;
     if (pending_request_) rdma_reject(id_, nullptr, 0);
     bool connecting;
@@ -266,7 +308,7 @@ void id_impl::on_event(const cm_event& ev) {
     deliver(ev);
 }
 
-void id_impl::deliver(const cm_event& ev) {
+void id_impl::deliver(const cm_event& ev, how mode) {
     // At most one completion per event; the rare events that end other operations too
     // (DEVICE_REMOVAL, a connection gone while connecting) fill (and allocate) `failed`.
     completion done;
@@ -295,8 +337,9 @@ void id_impl::deliver(const cm_event& ev) {
         }
     }
     if (broken) broken->connection_lost(); // before the event's handler runs
-    if (done.handler.index() != 0) complete(std::move(done), how::dispatch);
-    for (auto& c : failed) complete(std::move(c), how::dispatch);
+    // The others first, posted: a handler run inline that throws cannot lose them.
+    for (auto& c : failed) complete(std::move(c), how::post);
+    if (done.handler.index() != 0) complete(std::move(done), mode);
 }
 
 void id_impl::on_request(rdma_cm_id* new_id, const cm_event& ev) {
@@ -313,15 +356,21 @@ void id_impl::on_request(rdma_cm_id* new_id, const cm_event& ev) {
         }
         auto d = machine_.on_event(ev.type());
         if (d.what != id_machine::action::complete) {
-            requests_.emplace_back(std::move(conn), ev);
-            return;
+            if (requests_.size() < backlog_) {
+                requests_.emplace_back(std::move(conn), ev);
+                return;
+            }
+        } else {
+            machine_.completed(d.kind);
+            c = {std::exchange(handlers_[static_cast<std::size_t>(d.kind)], {}), {}, ev, std::move(conn)};
         }
-        machine_.completed(d.kind);
-        c = {std::exchange(handlers_[static_cast<std::size_t>(d.kind)], {}), {}, ev, std::move(conn)};
+    }
+    if (conn) { // beyond the backlog: rejected (by its destroy, on the destroyer thread)
+        conn->close();
+        return;
     }
     complete(std::move(c), how::dispatch);
 }
-
 void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec) {
     complete(ex, {std::move(handler), ec, {}, {}}, how::post);
 }

@@ -2,11 +2,13 @@
 //
 //  1. Any thread: the id is marked moving. From here its events are held and new
 //     operations deferred; nothing of the id starts on the old channel any more.
-//  2. rdma_migrate_id, once no librdmacm call on the id is in flight, while neither the
-//     old channel's reader nor the target's can read (F14/R4/R8): at once in the
-//     initiating call when the old reader is idle (its routing lock taken without
-//     waiting) or this thread runs it, else on its strand; the target's reader is paused
-//     for the call (at most one read of its own to wait out). Every event the old reader
+//  2. rdma_migrate_id, once no librdmacm call on the id is in flight (the last call out
+//     goes on from here), while neither the old channel's reader nor the target's can
+//     read (F14/R4/R8): at once when the old reader is idle (its routing lock taken
+//     without waiting) or this thread runs it, else on its strand; the target's reader is
+//     kept out for the call by its read lock (at most one non-blocking read of its own to
+//     wait out). The target gains an owner at step 1, so its reader keeps reading for the
+//     id whatever its other owners do meanwhile. Every event the old reader
 //     read for the id was routed before, and acked when read, so the call never waits
 //     for acks (R1). Queued, unread events move with the id in the kernel (F2) without a
 //     wake-up, so the new reader is kicked; later ones arrive on the new channel.
@@ -45,17 +47,22 @@ bool has_queued_event(const rdma_event_channel* channel) noexcept {
 id_impl::call_guard::call_guard(id_impl& impl) : impl_(impl) {
     std::unique_lock lock(impl_.mutex_);
     impl_.call_done_.wait(lock, [this] { return !impl_.in_migrate_call_; });
+    if (impl_.machine_.closed()) return; // id() is null: nothing to call
     ++impl_.calls_in_flight_;
+    id_ = impl_.id_;
 }
 
 id_impl::call_guard::~call_guard() {
-    std::lock_guard lock(impl_.mutex_);
+    if (!id_) return;
+    std::unique_lock lock(impl_.mutex_);
     --impl_.calls_in_flight_;
+    impl_.after_call(lock);
 }
 
-void id_impl::set_listening() noexcept {
+void id_impl::set_listening(int backlog) noexcept {
     std::lock_guard lock(mutex_);
     listening_ = true;
+    backlog_ = backlog > 0 ? static_cast<std::size_t>(backlog) : 1024;
 }
 
 void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type& target_ex, void_handler handler) {
@@ -67,6 +74,8 @@ void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type&
         ec = errc::operation_in_progress;
     else if (listening_)
         ec = errc::listener_cannot_migrate;
+    else if (target && !target->try_add_owner()) // released when the migration fails
+        ec = errc::channel_closed;
     if (ec || (!target && synchronous_)) { // refused, or synchronous already
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
@@ -74,23 +83,43 @@ void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type&
     }
     migration_.reset(new migration{target, target ? target_ex : executor_.get(), executor_.get(), std::move(handler)});
     if (data_path_) data_path_->begin_move();
+    migrate_step(lock, how::post);
+}
+
+void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
+    if (calls_in_flight_ != 0) { // the last call out goes on (after_call)
+        migrate_waits_ = true;
+        lock.unlock();
+        return;
+    }
     // A synchronous id has no channel of ours: the target's reader makes the call.
-    auto reader = channel_ ? channel_ : std::move(target);
-    if (calls_in_flight_ == 0 && reader->try_run_exclusive([&] { migrate_now(lock, how::post); })) return;
-    migrate_later(lock, how::post);
+    auto reader = channel_ ? channel_ : migration_->target;
+    if (reader->try_run_exclusive([&] { migrate_now(lock, mode); })) return;
+    migrate_later(lock, mode);
 }
 
 void id_impl::migrate_on_reader() {
     std::unique_lock lock(mutex_);
-    if (calls_in_flight_ == 0) return migrate_now(lock, how::dispatch);
-    migrate_later(lock, how::dispatch); // after the call made on another thread (it is short)
+    migrate_step(lock, how::dispatch); // on the reader's strand: runs it now, or waits for a call
 }
 
 void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
     auto reader = channel_ ? channel_ : migration_->target;
     lock.unlock();
     if (!reader->run_on_reader([self = shared_from_this()] { self->migrate_on_reader(); }))
-        finish_migration(errc::channel_closed, mode); // the old context is gone: nothing moved
+        end_migration(errc::channel_closed, mode); // the old context is gone: nothing moved
+}
+
+void id_impl::end_migration(error_code ec, how mode) {
+    executor_type ex;
+    if (mode == how::post) {
+        std::lock_guard lock(mutex_);
+        ex = migration_->old_executor;
+    }
+    if (ex)
+        boost::asio::post(ex, [self = shared_from_this(), ec] { self->finish_migration(ec); });
+    else
+        finish_migration(ec); // on the reader's strand, or nothing runs where the handler would
 }
 
 void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
@@ -104,7 +133,7 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
         ec = errc::event_pending;
     if (ec) {
         lock.unlock();
-        finish_migration(ec, mode);
+        end_migration(ec, mode);
         return;
     }
     rdma_cm_id* id = id_;
@@ -131,20 +160,17 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     lock.lock();
     in_migrate_call_ = false;
     if (!ec) {
-        channel_ = target;
+        channel_ = target; // with the owner taken at the start
         synchronous_ = !target;
     }
     lock.unlock();
     call_done_.notify_all();
     if (!ec) {
-        if (target) {
-            target->add_owner();
-            // Events that moved with the id (F2) are not announced by the kernel: the
-            // reader reads them when any wait there (a look is cheaper than a read on the
-            // reader's strand, and most moves bring none). A request not yet accepted has
-            // none (F8): the usual move of a server's new connection does not even look.
-            if (!pending_request_ && has_queued_event(target->native())) target->kick();
-        }
+        // Events that moved with the id (F2) are not announced by the kernel: the reader
+        // reads them when any wait there (a look is cheaper than a read on the reader's
+        // strand, and most moves bring none). A request not yet accepted has none (F8):
+        // the usual move of a server's new connection does not even look.
+        if (target && !pending_request_ && has_queued_event(target->native())) target->kick();
         if (old_channel) old_channel->remove_owner();
     }
     // Handlers of the id already handed to the old executor run before the id moves on
@@ -165,32 +191,35 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
         boost::asio::post(old_executor, std::move(then));
 }
 
-void id_impl::finish_migration(error_code ec, how mode) {
+// On the new executor (the old one if the migration failed), never inside an initiating call.
+void id_impl::finish_migration(error_code ec) {
     std::unique_lock lock(mutex_);
-    if (!ec) executor_.set(migration_->target_executor);
+    if (!ec)
+        executor_.set(migration_->target_executor);
+    else if (migration_->target)
+        migration_->target->remove_owner(); // taken at the start, not needed now
     // Held events and deferred operations, in order, until none is left: only then do
-    // newer events and operations stop queueing behind them.
+    // newer events and operations stop queueing behind them. Their handlers are posted:
+    // a handler that throws here could not leave the id moving for good.
     while (!held_.empty() || !deferred_.empty()) {
         auto held = std::exchange(held_, {});
         auto deferred = std::exchange(deferred_, {});
         lock.unlock();
-        for (auto& ev : held) deliver(ev);
+        for (auto& ev : held) deliver(ev, how::post);
         for (auto& d : deferred) {
             lock.lock();
             start_now(lock, d.kind, std::move(d.handler), d.call);
-            if (lock.owns_lock()) lock.unlock();
         }
         lock.lock();
     }
     auto done = std::move(migration_);
-    bool closed = machine_.closed();
     auto ex = executor_.get();
     auto data = data_path_;
     lock.unlock();
     if (data) data->end_move(ex);
-    if (closed) submit_destroy(); // close() came while the id moved
-    // Normally on the new executor, not inside the initiating call: no further hop.
-    complete(ex, {std::move(done->handler), ec, {}, {}}, mode);
+    lock.lock();
+    release_if_idle(lock); // close() came while the id moved
+    complete(ex, {std::move(done->handler), ec, {}, {}}, how::dispatch);
 }
 
 } // namespace rdmacm::detail

@@ -65,8 +65,9 @@ qp_impl::cq_resources::~cq_resources() {
 }
 
 std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options) {
-    rdma_cm_id* cm = id->native();
-    if (!cm->verbs) throw boost::system::system_error(errc::not_open); // no device yet: resolve first
+    id_impl::call_guard guard(*id); // a close() meanwhile cannot destroy the id under us
+    rdma_cm_id* cm = guard.id();
+    if (!cm || !cm->verbs) throw boost::system::system_error(errc::not_open); // closed, or no device yet
     auto res = std::make_shared<cq_resources>();
     res->verbs = cm->verbs;
     hold_device(res->verbs);
@@ -85,11 +86,8 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     attr.cap.max_recv_wr = options.max_recv_wr;
     attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
     attr.cap.max_inline_data = options.max_inline_data;
-    {
-        id_impl::call_guard guard(*id);
-        if (rdma_create_qp(cm, options.pd, &attr) != 0)
-            throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
-    }
+    if (rdma_create_qp(cm, options.pd, &attr) != 0)
+        throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
     std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res)));
     self->qp_ = cm->qp;
     id->attach(self);                   // from here the completion queue outlives the queue pair
@@ -105,19 +103,34 @@ qp_impl::~qp_impl() {
     if (reader_) reader_->stop_later();
 }
 
+// A verbs call on the queue pair is in flight from here until end_verbs_call(): the id's
+// destroy (after close(), which lets none start) waits for it in wait_idle().
+void qp_impl::begin_verbs_call() noexcept { verbs_calls_.fetch_add(1); }
+
+void qp_impl::end_verbs_call() noexcept {
+    // Dekker with close() + wait_idle(): either this sees closing_, or the waiter sees 0.
+    if (verbs_calls_.fetch_sub(1) == 1 && closing_.load()) verbs_calls_.notify_all();
+}
+
+void qp_impl::wait_idle() noexcept {
+    for (int n; (n = verbs_calls_.load()) != 0;) verbs_calls_.wait(n);
+}
+
 void qp_impl::post(const work_request& wr, handler h) {
     std::unique_lock lock(mutex_);
     if (closed_ || broken_) {
         // In error: the device would flush it; one may also take work on a queue pair the
         // CM then resets and never complete it (siw), so it is flushed here.
         auto ex = executor_.get();
+        error_code ec =
+            closed_ ? error_code(errc::not_open) : error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category());
         lock.unlock();
-        refuse(ex, std::move(h),
-               closed_ ? error_code(errc::not_open) : error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()));
+        refuse(ex, std::move(h), ec);
         return;
     }
     const std::uint64_t wr_id = next_wr_id_++;
     outstanding_.emplace(wr_id, std::move(h)); // before the post: its completion cannot beat it
+    begin_verbs_call();
     lock.unlock();
 
     ibv_sge sge{wr.address, wr.length, wr.lkey};
@@ -143,6 +156,7 @@ void qp_impl::post(const work_request& wr, handler h) {
         s.wr.rdma.rkey = wr.rkey;
         if (int e = ibv_post_send(qp_, &s, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_send", e);
     }
+    end_verbs_call();
     if (!ec) return;
     lock.lock();
     auto it = outstanding_.find(wr_id);
@@ -161,87 +175,95 @@ void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
 
 // Completion channel readable: take its event (acked in batches), then every completion
 // until the queue is empty, re-arm, and poll once more for what came before the re-arm.
+// Polled and sorted under the poll lock (one poller at a time: completions stay in order),
+// handed over after it, by the current reader only, on its strand: in order, with no lock
+// of ours held while handlers run.
 void qp_impl::poll(const void* by) {
     auto& res = *resources_;
-    std::lock_guard poll_lock(res.poll_mutex);
-    ibv_cq* cq = nullptr;
-    void* context = nullptr;
-    // At most one event is queued: the queue is armed once per poll, after this read (an
-    // edge-triggered wait still fires for the next one: it comes after the read).
-    if (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
-    if (res.unacked >= ack_batch) {
-        ibv_ack_cq_events(res.cq, res.unacked);
-        res.unacked = 0;
-    }
-    std::array<ibv_wc, poll_batch> wc;
-    auto& done = polled_; // its storage is reused: no allocation per wake-up
-    done.clear();
-    for (bool armed = false;;) {
-        int n;
-        while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0) {
-            std::lock_guard lock(mutex_);
-            for (int i = 0; i < n; ++i) {
-                auto it = outstanding_.find(wc[i].wr_id);
-                if (it == outstanding_.end()) continue; // aborted by close()
-                error_code ec;
-                if (wc[i].status != IBV_WC_SUCCESS) {
-                    ec = error_code(wc[i].status, work_completion_category());
-                    broken_ = true; // a failed work request puts an RC queue pair in error
-                }
-                done.push_back({std::move(it->second), ec, wc[i].byte_len});
-                outstanding_.erase(it);
-            }
+    std::vector<completion> done;
+    executor_type ex;
+    {
+        std::lock_guard poll_lock(res.poll_mutex);
+        done.swap(polled_); // its storage is reused: no allocation per wake-up
+        ibv_cq* cq = nullptr;
+        void* context = nullptr;
+        // At most one event is queued: the queue is armed once per poll, after this read
+        // (an edge-triggered wait still fires for the next one: it comes after the read).
+        if (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
+        if (res.unacked >= ack_batch) {
+            ibv_ack_cq_events(res.cq, res.unacked);
+            res.unacked = 0;
         }
-        if (armed) break;
-        ibv_req_notify_cq(res.cq, 0);
-        armed = true;
+        std::array<ibv_wc, poll_batch> wc;
+        for (bool armed = false;;) {
+            int n;
+            while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0) {
+                std::lock_guard lock(mutex_);
+                for (int i = 0; i < n; ++i) {
+                    auto it = outstanding_.find(wc[i].wr_id);
+                    if (it == outstanding_.end()) continue; // aborted by close()
+                    error_code ec;
+                    if (wc[i].status != IBV_WC_SUCCESS) {
+                        ec = error_code(wc[i].status, work_completion_category());
+                        broken_ = true; // a failed work request puts an RC queue pair in error
+                    }
+                    done.push_back({std::move(it->second), ec, wc[i].byte_len});
+                    outstanding_.erase(it);
+                }
+            }
+            if (armed) break;
+            ibv_req_notify_cq(res.cq, 0);
+            armed = true;
+        }
+        std::lock_guard lock(mutex_);
+        if (flush_rest_ && !outstanding_.empty()) { // after what the device completed, in posting order
+            // (Sorting the ids, not the handlers: Boost 1.81's any_completion_handler move
+            // assignment recurses.)
+            std::vector<std::uint64_t> rest;
+            for (const auto& entry : outstanding_) rest.push_back(entry.first);
+            std::sort(rest.begin(), rest.end());
+            for (auto wr_id : rest)
+                done.push_back({std::move(outstanding_.at(wr_id)),
+                                error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()), 0});
+            outstanding_.clear();
+        }
+        if (closed_) {
+            // close() came while this poll ran (it has let go of the reader): these completed
+            // before it, so they complete as they did — held, nothing would ever hand them
+            // over (one server coroutine in ~25 never ended after shard_pool::stop()).
+            ex = executor_.get();
+        } else if (moving_ || by != reader_.get()) {
+            // Held while the id moves. A reader the completion channel has left hands over
+            // nothing itself: the current reader does, in order (kicked here).
+            held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+            if (!moving_ && reader_ && !done.empty())
+                reader_->run_on_reader([self = shared_from_this(), r = reader_.get()] { self->poll(r); });
+            done.clear();
+        } else {
+            if (!held_.empty()) { // older than these
+                held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+                done = std::exchange(held_, {});
+            }
+            ex = executor_.get();
+        }
     }
-    std::unique_lock lock(mutex_);
-    if (flush_rest_ && !outstanding_.empty()) { // after what the device completed, in posting order
-        // (Sorting the ids, not the handlers: Boost 1.81's any_completion_handler move
-        // assignment recurses.)
-        std::vector<std::uint64_t> rest;
-        for (const auto& entry : outstanding_) rest.push_back(entry.first);
-        std::sort(rest.begin(), rest.end());
-        for (auto wr_id : rest)
-            done.push_back(
-                {std::move(outstanding_.at(wr_id)), error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()), 0});
-        outstanding_.clear();
-    }
-    if (closed_) {
-        // close() came while this poll ran (it has let go of the reader): these completed
-        // before it, so they complete as they did — held, nothing would ever hand them over
-        // (one server coroutine in ~25 never ended after shard_pool::stop()).
-        auto ex = executor_.get();
-        lock.unlock();
-        hand_over(done, ex);
-        return;
-    }
-    if (moving_ || by != reader_.get()) {
-        // Held while the id moves. A reader the completion channel has left hands over
-        // nothing itself (its posts could be overtaken by the new reader's inline ones):
-        // the current reader does, in order.
-        held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
-        auto current = reader_;
-        bool flush = !moving_ && current && !done.empty();
-        lock.unlock();
-        if (flush) current->run_on_reader([self = shared_from_this(), r = current.get()] { self->poll(r); });
-        return;
-    }
-    if (!held_.empty()) { // older than these
-        held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
-        done = std::exchange(held_, {});
-    }
-    if (done.empty()) return;
-    auto ex = executor_.get();
-    lock.unlock();
     hand_over(done, ex);
+    done.clear();
+    std::lock_guard poll_lock(res.poll_mutex);
+    if (polled_.capacity() == 0) polled_.swap(done);
 }
 
-// Still under the poll lock (or on the new executor with the held ones): in order.
+// On the current reader's strand (or after close): in order. A handler run inline that
+// throws leaves run() as Asio's do; the ones after it still complete, queued.
 void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex) {
     if (!ex) return; // the context has shut down
-    for (auto& c : done) dispatch_to_handler(std::move(c.h), ex, c.ec, c.bytes);
+    std::size_t i = 0;
+    try {
+        for (; i < done.size(); ++i) dispatch_to_handler(std::move(done[i].h), ex, done[i].ec, done[i].bytes);
+    } catch (...) {
+        for (++i; i < done.size(); ++i) post_to_handler_executor(std::move(done[i].h), ex, done[i].ec, done[i].bytes);
+        throw;
+    }
 }
 
 void qp_impl::begin_move() {
@@ -262,8 +284,8 @@ void qp_impl::after_handed(const executor_type& old_ex, std::function<void()> th
 }
 
 void qp_impl::end_move(const executor_type& ex) {
-    std::shared_ptr<cq_reader> old;
-    std::vector<completion> held;
+    std::shared_ptr<cq_reader> old, current;
+    bool held;
     {
         std::lock_guard lock(mutex_);
         if (!closed_ && reader_ && !same_context(reader_->get_executor(), ex)) {
@@ -278,12 +300,13 @@ void qp_impl::end_move(const executor_type& ex) {
         }
         executor_.set(ex);
         moving_ = false;
-        held.swap(held_);
+        current = reader_;
+        held = !held_.empty();
     }
-    {
-        std::lock_guard poll_lock(resources_->poll_mutex); // behind any poll handing over now
-        hand_over(held, ex);
-    }
+    // Completions held while moving are handed over by the current reader, before any it
+    // polls from now (never from here: a poll deciding meanwhile could hand over newer
+    // ones first).
+    if (held && current) current->run_on_reader([self = shared_from_this(), r = current.get()] { self->poll(r); });
     if (old) old->stop_later();
 }
 
@@ -291,14 +314,17 @@ void qp_impl::connection_lost() noexcept {
     executor_type ex;
     {
         std::lock_guard lock(mutex_);
+        if (closed_) return; // the queue pair is going: nothing waits on it
         broken_ = true;
         ex = executor_.get();
+        begin_verbs_call();
     }
     // To the error state, as librdmacm's rdma_disconnect does: the device flushes every
     // work request (each completes with IBV_WC_WR_FLUSH_ERR), none waits for the peer.
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+    end_verbs_call();
     // Then, after a grace period, a poll that flushes whatever the device did not.
     if (!ex) return; // the context has shut down
     auto timer = std::make_shared<boost::asio::steady_timer>(ex, flush_grace);
@@ -323,6 +349,7 @@ void qp_impl::close() noexcept {
         std::lock_guard lock(mutex_);
         if (closed_) return;
         closed_ = true;
+        closing_.store(true); // no verbs call starts from here (wait_idle)
         for (auto& [id, h] : outstanding_) aborted.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
         outstanding_.clear();
         for (auto& c : held_) aborted.push_back(std::move(c)); // they completed: as they did

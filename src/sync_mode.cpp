@@ -9,24 +9,28 @@
 #include <boost/asio/error.hpp>
 
 #include <poll.h>
+#include <sys/eventfd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 
 namespace rdmacm::detail {
 namespace {
 
-// Waits for the private channel to be readable; timed_out, or poll's error.
-error_code wait_readable(const rdma_cm_id* id, std::chrono::milliseconds timeout) {
-    pollfd p{id->channel->fd, POLLIN, 0};
+// Waits for the private channel to be readable; timed_out, operation_aborted when
+// `wake_fd` (close()'s eventfd, if any) is, or poll's error.
+error_code wait_readable(const rdma_cm_id* id, std::chrono::milliseconds timeout, int wake_fd = -1) {
+    std::array<pollfd, 2> p{{{id->channel->fd, POLLIN, 0}, {wake_fd, POLLIN, 0}}};
     int ms = timeout.count() < 0
                  ? -1
                  : static_cast<int>(std::min<std::chrono::milliseconds::rep>(timeout.count(), INT32_MAX));
     int n;
-    while ((n = ::poll(&p, 1, ms)) < 0 && errno == EINTR) {}
+    while ((n = ::poll(p.data(), wake_fd < 0 ? 1 : 2, ms)) < 0 && errno == EINTR) {}
     if (n < 0) return RDMACM_CALL_ERROR("poll");
     if (n == 0) return boost::asio::error::timed_out;
+    if (p[1].revents != 0) return boost::asio::error::operation_aborted;
     return {};
 }
 
@@ -56,14 +60,22 @@ cm_event id_impl::call_sync(op_kind kind, const op_call& call, error_code& ec) {
     // already, the id's destruction answers the peer.
     if (kind == op_kind::disconnect && machine_.disconnected()) return {};
     if ((ec = machine_.start(kind))) return {};
+    // librdmacm's own wait inside the call cannot be interrupted: a close() meanwhile
+    // destroys the id when the call returns (calls_in_flight_).
     in_sync_call_ = true;
+    ++calls_in_flight_;
     rdma_cm_id* id = id_;
     lock.unlock();
     ec = call(*this, id);
     cm_event ev = take_event(id);
     lock.lock();
     in_sync_call_ = false;
-    call_done_.notify_all();
+    --calls_in_flight_;
+    if (machine_.closed()) { // closed meanwhile: the answer is moot, the id goes now
+        after_call(lock);
+        ec = boost::asio::error::operation_aborted;
+        return {};
+    }
     if (ev.empty()) { // the call failed before an event came
         machine_.call_failed(kind);
         return {};
@@ -89,11 +101,17 @@ cm_event id_impl::next_event_sync(std::chrono::milliseconds timeout, error_code&
         events_.pop_front();
         return ev;
     }
+    if (wake_fd_ < 0 && (wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+        ec = RDMACM_CALL_ERROR("eventfd");
+        return {};
+    }
     in_sync_call_ = true;
+    ++calls_in_flight_; // close() wakes it (wake_fd_), and the id goes when it returns
     rdma_cm_id* id = id_;
+    const int wake_fd = wake_fd_;
     lock.unlock();
     cm_event ev;
-    ec = wait_readable(id, timeout);
+    ec = wait_readable(id, timeout, wake_fd);
     rdma_cm_event* raw = nullptr;
     if (!ec && rdma_get_cm_event(id->channel, &raw) != 0) ec = RDMACM_CALL_ERROR("rdma_get_cm_event");
     if (!ec) {
@@ -102,7 +120,12 @@ cm_event id_impl::next_event_sync(std::chrono::milliseconds timeout, error_code&
     }
     lock.lock();
     in_sync_call_ = false;
-    call_done_.notify_all();
+    --calls_in_flight_;
+    if (machine_.closed()) {
+        after_call(lock);
+        ec = boost::asio::error::operation_aborted;
+        return {};
+    }
     if (!ev.empty()) (void)machine_.on_event(ev.type()); // notes a DISCONNECTED; nothing waits
     return ev;
 }

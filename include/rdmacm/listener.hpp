@@ -27,11 +27,14 @@ public:
     void bind(const endpoint& local, error_code& ec) noexcept;
 
     /// Starts listening (`rdma_listen`). A second listen gives errc::already_listening.
+    /// `backlog` bounds the connection requests waiting for `async_accept` (0 or less: the
+    /// kernel's maximum, 1024): those beyond it are rejected at once — the peer's connect
+    /// fails (`errc::rejected`, or on iWARP the connection error its device reports).
     void listen(int backlog = 128);
     void listen(int backlog, error_code& ec) noexcept;
 
     /// Waits for the next connection request; requests that arrive while nobody waits are
-    /// queued, in order.
+    /// queued, in order, up to the backlog.
     ///
     /// Signature: `void(error_code, connection_request)`. Errors: errc::not_open,
     /// errc::operation_in_progress, operation_aborted. Cancellation: terminal, partial,

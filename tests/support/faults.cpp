@@ -3,27 +3,116 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 
 namespace rdmacm::test::faults {
+
+struct gate::state {
+    std::string name;
+    const void* subject;
+    bool armed = true;    // the next matching call is held
+    bool entered = false; // a call is held now
+    bool released = false;
+    bool destroyed = false; // its subject was destroyed while held
+};
+
 namespace {
 
 std::mutex mutex;
-std::map<std::string, std::pair<int, int>> pending; // call -> (errno, times)
+std::condition_variable changed;
+std::map<std::string, std::pair<int, int>> pending;            // call -> (errno, times)
+std::vector<std::shared_ptr<gate::state>> gates;               // armed or holding
+std::map<std::pair<std::string, const void*>, int> call_count; // (call, subject) -> calls
 
-// The errno the next call of `name` fails with, or 0.
-int take(const char* name) {
-    std::lock_guard lock(mutex);
-    auto it = pending.find(name);
-    if (it == pending.end()) return 0;
-    int err = it->second.first;
-    if (--it->second.second == 0) pending.erase(it);
-    return err;
+bool is_destroy_of_subject(const char* name) {
+    return std::strcmp(name, "rdma_destroy_id") == 0 || std::strcmp(name, "rdma_destroy_event_channel") == 0;
 }
 
 } // namespace
+
+// One wrapped call: counted, held at a gate that matches, failed as injected. Returns
+// the errno to fail with, or 0 to make the real call.
+int enter(const char* name, const void* subject) {
+    std::unique_lock lock(mutex);
+    ++call_count[{name, subject}];
+    changed.notify_all();
+    if (is_destroy_of_subject(name))
+        for (auto& g : gates)
+            if (g->entered && g->subject == subject) g->destroyed = true;
+    auto it = std::find_if(gates.begin(), gates.end(), [&](const auto& g) {
+        return g->armed && g->name == name && (!g->subject || g->subject == subject);
+    });
+    if (it != gates.end()) {
+        auto g = *it;
+        g->armed = false;
+        g->entered = true;
+        changed.notify_all();
+        changed.wait(lock, [&] { return g->released; });
+        g->entered = false;
+        std::erase(gates, g);
+        if (g->destroyed) return EBADF; // the real call would touch freed memory
+    }
+    auto p = pending.find(name);
+    if (p == pending.end()) return 0;
+    int err = p->second.first;
+    if (--p->second.second == 0) pending.erase(p);
+    return err;
+}
+
+gate::gate(std::string name, const void* subject) : state_(std::make_shared<state>()) {
+    state_->name = std::move(name);
+    state_->subject = subject;
+    std::lock_guard lock(mutex);
+    gates.push_back(state_);
+}
+
+gate::~gate() {
+    release();
+    std::lock_guard lock(mutex);
+    std::erase(gates, state_); // never reached: disarmed
+}
+
+bool gate::wait_entered(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, limit, [&] { return state_->entered; });
+}
+
+void gate::release() {
+    {
+        std::lock_guard lock(mutex);
+        state_->released = true;
+        state_->armed = false;
+    }
+    changed.notify_all();
+}
+
+bool gate::destroyed_while_held() const {
+    std::lock_guard lock(mutex);
+    return state_->destroyed;
+}
+
+int calls(const std::string& name, const void* subject) {
+    std::lock_guard lock(mutex);
+    int n = 0;
+    for (const auto& [key, count] : call_count)
+        if (key.first == name && (!subject || key.second == subject)) n += count;
+    return n;
+}
+
+bool wait_calls(const std::string& name, const void* subject, int n, std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, limit, [&] {
+        int seen = 0;
+        for (const auto& [key, count] : call_count)
+            if (key.first == name && (!subject || key.second == subject)) seen += count;
+        return seen >= n;
+    });
+}
 
 const std::vector<call>& wrapped() {
     static const std::vector<call> calls{
@@ -60,32 +149,32 @@ int clear() {
 
 } // namespace rdmacm::test::faults
 
-using rdmacm::test::faults::take;
-
-// Each wrapper: fail as the real call does (-1 or NULL, errno), else call it.
-#define RDMACM_FAULT(ret, fail, name, params, args)                                                                    \
+// Each wrapper: held at a gate, or failed as the real call does (-1 or NULL, errno), else
+// the real call. `subject` is what gates and counts match on.
+#define RDMACM_WRAP(ret, fail, name, params, args, subject)                                                            \
     extern "C" ret __real_##name params;                                                                               \
     extern "C" ret __wrap_##name params {                                                                              \
-        if (int e = take(#name)) {                                                                                     \
+        if (int e = rdmacm::test::faults::enter(#name, subject)) {                                                     \
             errno = e;                                                                                                 \
             return fail;                                                                                               \
         }                                                                                                              \
         return __real_##name args;                                                                                     \
     }
 
-RDMACM_FAULT(rdma_event_channel*, nullptr, rdma_create_event_channel, (), ())
-RDMACM_FAULT(int, -1, rdma_create_id, (rdma_event_channel * ch, rdma_cm_id** id, void* ctx, rdma_port_space ps),
-             (ch, id, ctx, ps))
-RDMACM_FAULT(int, -1, rdma_bind_addr, (rdma_cm_id * id, sockaddr* addr), (id, addr))
-RDMACM_FAULT(int, -1, rdma_listen, (rdma_cm_id * id, int backlog), (id, backlog))
-RDMACM_FAULT(int, -1, rdma_resolve_addr, (rdma_cm_id * id, sockaddr* src, sockaddr* dst, int ms), (id, src, dst, ms))
-RDMACM_FAULT(int, -1, rdma_resolve_route, (rdma_cm_id * id, int ms), (id, ms))
-RDMACM_FAULT(int, -1, rdma_create_qp, (rdma_cm_id * id, ibv_pd* pd, ibv_qp_init_attr* attr), (id, pd, attr))
-RDMACM_FAULT(ibv_comp_channel*, nullptr, ibv_create_comp_channel, (ibv_context * ctx), (ctx))
-RDMACM_FAULT(ibv_cq*, nullptr, ibv_create_cq, (ibv_context * ctx, int cqe, void* user, ibv_comp_channel* ch, int vec),
-             (ctx, cqe, user, ch, vec))
-RDMACM_FAULT(int, -1, rdma_connect, (rdma_cm_id * id, rdma_conn_param* p), (id, p))
-RDMACM_FAULT(int, -1, rdma_accept, (rdma_cm_id * id, rdma_conn_param* p), (id, p))
-RDMACM_FAULT(int, -1, rdma_disconnect, (rdma_cm_id * id), (id))
-RDMACM_FAULT(int, -1, rdma_migrate_id, (rdma_cm_id * id, rdma_event_channel* ch), (id, ch))
-RDMACM_FAULT(int, -1, rdma_get_cm_event, (rdma_event_channel * ch, rdma_cm_event** ev), (ch, ev))
+RDMACM_WRAP(rdma_event_channel*, nullptr, rdma_create_event_channel, (), (), nullptr)
+RDMACM_WRAP(int, -1, rdma_create_id, (rdma_event_channel * ch, rdma_cm_id** id, void* ctx, rdma_port_space ps),
+            (ch, id, ctx, ps), ch)
+RDMACM_WRAP(int, -1, rdma_bind_addr, (rdma_cm_id * id, sockaddr* addr), (id, addr), id)
+RDMACM_WRAP(int, -1, rdma_listen, (rdma_cm_id * id, int backlog), (id, backlog), id)
+RDMACM_WRAP(int, -1, rdma_resolve_addr, (rdma_cm_id * id, sockaddr* src, sockaddr* dst, int ms), (id, src, dst, ms), id)
+RDMACM_WRAP(int, -1, rdma_resolve_route, (rdma_cm_id * id, int ms), (id, ms), id)
+RDMACM_WRAP(int, -1, rdma_create_qp, (rdma_cm_id * id, ibv_pd* pd, ibv_qp_init_attr* attr), (id, pd, attr), id)
+RDMACM_WRAP(ibv_comp_channel*, nullptr, ibv_create_comp_channel, (ibv_context * ctx), (ctx), ctx)
+RDMACM_WRAP(ibv_cq*, nullptr, ibv_create_cq, (ibv_context * ctx, int cqe, void* user, ibv_comp_channel* ch, int vec),
+            (ctx, cqe, user, ch, vec), ctx)
+RDMACM_WRAP(int, -1, rdma_connect, (rdma_cm_id * id, rdma_conn_param* p), (id, p), id)
+RDMACM_WRAP(int, -1, rdma_accept, (rdma_cm_id * id, rdma_conn_param* p), (id, p), id)
+RDMACM_WRAP(int, -1, rdma_disconnect, (rdma_cm_id * id), (id), id)
+RDMACM_WRAP(int, -1, rdma_migrate_id, (rdma_cm_id * id, rdma_event_channel* ch), (id, ch), id)
+RDMACM_WRAP(int, -1, rdma_get_cm_event, (rdma_event_channel * ch, rdma_cm_event** ev), (ch, ev), ch)
+RDMACM_WRAP(int, -1, rdma_destroy_id, (rdma_cm_id * id), (id), id)

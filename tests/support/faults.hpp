@@ -1,8 +1,11 @@
 #pragma once
-// Fault injection around the real librdmacm and libibverbs, for test binaries linked with
-// -Wl,--wrap=<call> (tests/CMakeLists.txt: rdmacm_add_fault_test): an injected call fails
-// with the errno given, as the real one reports failures; every other call goes through.
-// Nothing of this is in the library.
+// Fault injection and forced interleavings around the real librdmacm and libibverbs, for
+// test binaries linked with -Wl,--wrap=<call> (tests/CMakeLists.txt): an injected call
+// fails with the errno given, as the real one reports failures; a gated call stops at its
+// entry until the test releases it; every other call goes through. Nothing of this is in
+// the library.
+#include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,5 +22,38 @@ const std::vector<call>& wrapped();
 void inject(const std::string& name, int err, int times = 1);
 // No more failures; how many injected ones were not reached.
 int clear();
+
+// Holds the next call of `name` on `subject` (its first argument: an rdma_cm_id*, an
+// event channel, …; any when null) at its entry, on whichever thread makes it, until
+// release() (or the gate's end): a test then knows exactly where that thread is, and can
+// do something on another thread meanwhile. While a call is held, a destroy of its subject
+// (rdma_destroy_id, rdma_destroy_event_channel) is a use-after-free in the making: it is
+// recorded (destroyed_while_held()) and the held call, released, fails with EBADF instead
+// of touching freed memory.
+class gate {
+public:
+    explicit gate(std::string name, const void* subject = nullptr);
+    ~gate(); // releases
+    gate(const gate&) = delete;
+    gate& operator=(const gate&) = delete;
+
+    // Whether a thread is held there now (waits up to `limit` for one to come).
+    bool wait_entered(std::chrono::milliseconds limit = std::chrono::milliseconds(10'000));
+    void release();
+    // Whether the subject was destroyed while the call was held.
+    bool destroyed_while_held() const;
+
+    struct state;
+
+private:
+    std::shared_ptr<state> state_;
+};
+
+// How many times `name` was called (successfully or not) on `subject` (any when null),
+// counted from the first use of the harness.
+int calls(const std::string& name, const void* subject = nullptr);
+// Waits up to `limit` until calls(name, subject) >= n.
+bool wait_calls(const std::string& name, const void* subject, int n,
+                std::chrono::milliseconds limit = std::chrono::milliseconds(10'000));
 
 } // namespace rdmacm::test::faults

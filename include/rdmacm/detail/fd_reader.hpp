@@ -62,6 +62,10 @@ protected:
     void detach() noexcept;
     bool stopped() const noexcept { return stopped_; } // on the strand
 
+    // on_readable(), on the strand; when it throws, the reader reads on (another pass is
+    // posted) and the exception goes on to run().
+    void read();
+
 private:
     void wait();
 

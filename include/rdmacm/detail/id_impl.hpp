@@ -6,6 +6,13 @@
 // Threads: on_event/on_request run on the channel's reader strand; start/cancel/close may
 // run on any thread. One mutex guards the machine, the handlers and the queues; no handler
 // is ever called under it (completions are posted to the id's executor).
+//
+// Lifetime of the rdma_cm_id: every librdmacm call on it made outside the mutex is counted
+// (calls in flight: an operation's call, a call_guard's, a blocking call of synchronous
+// mode), and so is a migration. The id is destroyed by whoever ends the last of them after
+// close(): close() itself when nothing is in flight, else the thread whose call returns
+// last, or the migration's end. Nobody waits for anybody: a close never destroys an id
+// under a call, and a call never holds up the destroys of other ids.
 #include "rdmacm/detail/channel_impl.hpp"
 #include "rdmacm/detail/context_bound.hpp"
 #include "rdmacm/detail/id_machine.hpp"
@@ -81,17 +88,21 @@ public:
     cm_event next_event_sync(std::chrono::milliseconds timeout, error_code& ec);
     // Held around a synchronous librdmacm call on the id (create_qp, reject, bind, listen):
     // librdmacm writes to the id's channel, so no such call may overlap rdma_migrate_id
-    // (semantics F13/F15). Waits out a migrate call in progress (a single non-blocking
-    // kernel write); a migration waits for the calls in flight (without blocking).
+    // (semantics F13/F15), and a close() meanwhile must not destroy the id under it.
+    // Waits out a migrate call in progress (a single non-blocking kernel write); a
+    // migration waits for the calls in flight (without blocking: the last one out moves
+    // it on). Make the call on id(), which is null when the id is closed.
     class call_guard {
     public:
         explicit call_guard(id_impl& impl);
         ~call_guard();
         call_guard(const call_guard&) = delete;
         call_guard& operator=(const call_guard&) = delete;
+        rdma_cm_id* id() const noexcept { return id_; }
 
     private:
         id_impl& impl_;
+        rdma_cm_id* id_ = nullptr;
     };
     // What moves and closes with the id besides its CM events: its queue pair's completion
     // path (src/queue_pair.cpp). Completions are handed to the id's executor like events.
@@ -104,8 +115,12 @@ public:
         virtual void after_handed(const executor_type& old_ex, std::function<void()> then) = 0;
         // The migration ended (on `ex`): completions go to `ex` from now, held ones first.
         virtual void end_move(const executor_type& ex) = 0;
-        // Outstanding operations complete with operation_aborted.
+        // Outstanding operations complete with operation_aborted; no verbs call on the
+        // queue pair starts any more.
         virtual void close() noexcept = 0;
+        // After close(): returns once no verbs call on the queue pair is in flight (each is
+        // a short non-blocking call), so the queue pair may be destroyed.
+        virtual void wait_idle() noexcept = 0;
         // DISCONNECTED or DEVICE_REMOVAL: outstanding work is flushed (completes with
         // IBV_WC_WR_FLUSH_ERR) instead of waiting for a peer that is gone.
         virtual void connection_lost() noexcept = 0;
@@ -114,8 +129,11 @@ public:
     // released after the id (and so its queue pair) is destroyed.
     void attach(std::shared_ptr<data_path> dp);
 
-    // A listening id never migrates (semantics R6).
-    void set_listening() noexcept;
+    // A listening id never migrates (semantics R6). At most `backlog` connection requests
+    // wait for an accept (librdmacm's rule: 0 or less is the kernel's maximum, 1024); those
+    // beyond are rejected, so that a flood the application does not accept grows nothing
+    // and its peers learn at once.
+    void set_listening(int backlog) noexcept;
 
     // Reader strands only.
     void on_event(const cm_event& ev);
@@ -136,22 +154,39 @@ private:
     // Completes on the handler's executor: posted (never inside an initiating call), or,
     // from the reader, dispatched (inline when the reader already runs there).
     enum class how : bool { post, dispatch };
-    void cancel_one(op_kind kind, std::uint32_t generation) noexcept;
+    // `deferred`: an operation waiting for a migration to end, `generation` its serial.
+    void cancel_one(op_kind kind, std::uint32_t generation, bool deferred) noexcept;
+    // Puts a canceller in the handler's cancellation slot, if it has one.
+    void install_canceller(any_handler& handler, op_kind kind, std::uint32_t generation, bool deferred);
+    // Lock held on entry, released on return.
     void start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call);
-    // Makes `call` outside the lock (counted: a migration waits for it); returns locked.
+    // Makes `call` outside the lock (counted in calls_in_flight_); returns locked. The
+    // caller ends with after_call().
     error_code make_call(std::unique_lock<std::mutex>& lock, const op_call& call);
-    void deliver(const cm_event& ev);
+    // A call in flight ended (lock held on entry, released on return): the last one out
+    // moves a waiting migration on, or destroys a closed id.
+    void after_call(std::unique_lock<std::mutex>& lock);
+    // Submits the destroy of a closed id once nothing is in flight (lock held on entry,
+    // released on return).
+    void release_if_idle(std::unique_lock<std::mutex>& lock);
+    void deliver(const cm_event& ev, how mode = how::dispatch);
     void submit_destroy();
+    // The next step of a migration (lock held on entry, released on return): the migrate
+    // call here if the old reader is idle, else on its strand; once no call is in flight.
+    void migrate_step(std::unique_lock<std::mutex>& lock, how mode);
     void migrate_on_reader();
     // Tries again from the old channel's reader (lock held on entry, released on return).
     void migrate_later(std::unique_lock<std::mutex>& lock, how mode);
-    // Makes the migrate call (lock held on entry, released on return); `mode` says how
-    // a refusal completes (post when still inside the initiating call).
+    // Makes the migrate call (lock held on entry, released on return); `mode` says whether
+    // this runs inside the initiating call (post: the migration then ends from a post).
     void migrate_now(std::unique_lock<std::mutex>& lock, how mode);
+    // Ends a migration that failed before its call: at once, or (post) from the old
+    // executor, never inside the initiating call.
+    void end_migration(error_code ec, how mode);
     // Synchronous mode: why a blocking call cannot be made now (lock held).
     error_code sync_refusal(bool call) const;
 
-    void finish_migration(error_code ec, how mode = how::dispatch);
+    void finish_migration(error_code ec);
     void complete(completion c, how mode = how::post) { complete(get_executor(), std::move(c), mode); }
     static void complete(const executor_type& ex, completion c, how mode);
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
@@ -178,15 +213,21 @@ private:
         op_kind kind;
         any_handler handler;
         op_call call;
+        std::uint32_t serial; // its canceller's
     };
     std::unique_ptr<migration> migration_;
     std::vector<cm_event> held_;
     std::vector<deferred_start> deferred_;
-    int calls_in_flight_ = 0;           // librdmacm calls on the id being made outside the lock
+    std::uint32_t deferred_serial_ = 0;
+    int calls_in_flight_ = 0;    // librdmacm calls on the id being made outside the lock
+    bool migrate_waits_ = false; // for the calls in flight: the last one out moves it on
+    bool destroy_submitted_ = false;
     bool in_migrate_call_ = false;      // rdma_migrate_id is being called
     bool in_sync_call_ = false;         // a blocking call of synchronous mode is being made
-    std::condition_variable call_done_; // either of those two ended
+    std::condition_variable call_done_; // in_migrate_call_ ended
+    int wake_fd_ = -1;                  // synchronous mode: close() ends a blocking next_event
     bool listening_ = false;
+    std::size_t backlog_ = 0;          // listening: requests kept for an accept, at most
     bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null
     bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()
     std::shared_ptr<data_path> data_path_;

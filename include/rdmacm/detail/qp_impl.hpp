@@ -7,7 +7,8 @@
 // reader's strand (one poller at a time, even while a migration hands the completion
 // channel from one context's reader to another's) and handed to the id's executor, in
 // completion order, like CM events: held while the id moves, replayed on the new
-// executor first (id_impl::data_path).
+// executor first (id_impl::data_path). Only the current reader hands over, on its strand
+// and with no lock held; a reader the channel has left parks what it polled for it.
 #include "rdmacm/detail/fd_reader.hpp"
 #include "rdmacm/detail/id_impl.hpp"
 
@@ -15,6 +16,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -65,6 +67,7 @@ public:
     void after_handed(const executor_type& old_ex, std::function<void()> then) override;
     void end_move(const executor_type& ex) override;
     void close() noexcept override;
+    void wait_idle() noexcept override;
     void connection_lost() noexcept override;
 
 private:
@@ -86,7 +89,9 @@ private:
     };
 
     qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res);
-    void poll(const void* by); // on the strand of reader `by`
+    void poll(const void* by);        // on the strand of reader `by`
+    void begin_verbs_call() noexcept; // under mutex_, after checking closed_
+    void end_verbs_call() noexcept;
     void hand_over(std::vector<completion>& done, const executor_type& ex);
 
     std::shared_ptr<cq_resources> resources_;
@@ -98,10 +103,12 @@ private:
     std::uint64_t next_wr_id_ = 1;
     bool closed_ = false;
     bool moving_ = false;
-    bool broken_ = false;            // in error (a work request failed, or the connection is gone)
-    bool flush_rest_ = false;        // the connection is gone, the device had its time to flush
-    std::vector<completion> held_;   // while moving
-    std::vector<completion> polled_; // poll()'s batch (under the poll lock)
+    bool broken_ = false;             // in error (a work request failed, or the connection is gone)
+    bool flush_rest_ = false;         // the connection is gone, the device had its time to flush
+    std::vector<completion> held_;    // while moving, and until the current reader hands them over
+    std::vector<completion> polled_;  // storage for poll()'s batch (under the poll lock)
+    std::atomic<int> verbs_calls_{0}; // posts and ibv_modify_qp made outside mutex_
+    std::atomic<bool> closing_{false};
 };
 
 } // namespace rdmacm::detail
