@@ -3,34 +3,94 @@
 # rdma-core's `cmtime` client (CONNECTIONS connections, default 1000) against cmtime's own
 # server and against ours (bench/sharded_accept_server, doing per connection what cmtime's
 # server does): without a pool (everything on the accepting thread), and sharded with 1 and
-# 2 shards, side by side in one run. Prints cmtime's
-# per-step totals (medians of REPEATS runs, default 3) and ours / cmtime's server per step:
-# below 1 is faster. Only connect and disconnect involve the server.
+# 2 shards, side by side in one run. Each server first gets one untimed run, then they take
+# turns REPEATS times (default 3). Prints cmtime's per-step totals (medians) and ours /
+# cmtime's server per step: below 1 is faster. Only connect and disconnect involve the
+# server.
+#
+# Every run must make every connection, or the script fails saying which run and showing
+# both sides' output: cmtime's client counts a REJECTED, UNREACHABLE or CONNECT_ERROR as a
+# completed connect (printing "event: ..."), so its output may hold nothing but its progress
+# lines and its table; cmtime's server prints nothing unless a request fails, and must still
+# be running at the end; ours must print "established N" on SIGTERM with N = CONNECTIONS.
 set -euo pipefail
 build=$1 addr=$2 connections=${3:-1000} repeats=${4:-3}
 steps=("resolve addr" "resolve route" "connect" "disconnect")
 port=7700
 
+work=$(mktemp -d)
+server_pid=
+trap '[ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
+
+# fail WHY: says so with both sides' output of the run, and stops.
+fail() {
+    echo "cmtime_compare: $*" >&2
+    echo "--- server output:" >&2
+    cat "$work/server" >&2
+    echo "--- client output:" >&2
+    cat "$work/client" >&2
+    exit 1
+}
+
+# one_run SERVER RUN: cmtime's client against SERVER (cmtime, or ours0/ours1/ours2: no pool,
+# 1 or 2 shards) on a port of its own; the client's output is left in $work/client.
+one_run() {
+    local server=$1 run=$2 client_status=0 server_status=0 unexpected established
+    port=$((port + 1))
+    # Bounded: past the client's 300 s a server is stuck (the status says 124).
+    case $server in
+        # Line-buffered: it is killed, and what it printed must not die in its buffer.
+        cmtime) timeout 330 stdbuf -oL cmtime -b "$addr" -p "$port" >"$work/server" 2>&1 & ;;
+        ours*) timeout 330 "$build/bench/sharded_accept_server" "$addr" "$port" "${server#ours}" >"$work/server" 2>&1 & ;;
+    esac
+    server_pid=$!
+    sleep 0.5
+    timeout 300 cmtime -s "$addr" -p "$port" -c "$connections" >"$work/client" 2>&1 || client_status=$?
+    # timeout(1) passes the TERM on; ours then ends its connections and exits. A server that
+    # is gone already is not an error here: its status, next, says how it ended.
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" || server_status=$?
+    server_pid=
+    [ "$client_status" = 0 ] ||
+        fail "$run, server $server: the cmtime client exited with status $client_status (124: it ran out of its 300 s)"
+    # Any line but the progress lines, the table's head and its rows is a failure report.
+    if unexpected=$(grep -vxE -e 'creating id|resolving address|resolving route|creating qp|connecting|disconnecting|destroying id' \
+        -e 'step +total ms +max ms +min us +us / conn' -e '[a-z ]+: [ 0-9.]+' "$work/client"); then
+        fail "$run, server $server: connections failed, the client says: $unexpected"
+    fi
+    case $server in
+        cmtime)
+            # 143: still serving when our TERM came; its output: nothing unless it failed a request.
+            [ "$server_status" = 143 ] || fail "$run, server $server: it ended with status $server_status, not by our TERM (143)"
+            [ ! -s "$work/server" ] || fail "$run, server $server: it reported failures"
+            ;;
+        ours*)
+            [ "$server_status" = 0 ] || fail "$run, server $server: it exited with status $server_status"
+            established=$(sed -n 's/^established \([0-9][0-9]*\)$/\1/p' "$work/server")
+            [ -n "$established" ] || fail "$run, server $server: it printed no \"established N\" line"
+            [ "$established" = "$connections" ] ||
+                fail "$run, server $server: $established connections established, not $connections"
+            ;;
+    esac
+}
+
+# Warm-up: one untimed (but checked) run against each server, so that no side pays for
+# first use (page cache, the kernel's CM and device state) in the timed runs.
+for server in cmtime ours0 ours1 ours2; do one_run "$server" "warm-up"; done
+
 declare -A totals
-for _ in $(seq "$repeats"); do
+for r in $(seq "$repeats"); do
     for server in cmtime ours0 ours1 ours2; do
-        port=$((port + 1))
-        case $server in
-            cmtime) cmtime -b "$addr" -p "$port" >/dev/null 2>&1 & pid=$! ;;
-            ours*) "$build/bench/sharded_accept_server" "$addr" "$port" "${server#ours}" >/dev/null 2>&1 & pid=$! ;;
-        esac
-        sleep 0.5
-        table=$(timeout 300 cmtime -s "$addr" -p "$port" -c "$connections" 2>/dev/null | grep ': *[0-9]' || true)
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
+        one_run "$server" "run $r"
         for step in "${steps[@]}"; do
-            ms=$(awk -F: -v s="$step" '{ name = $1; sub(/ +$/, "", name) } name == s { split($2, f, " "); print f[1] }' <<<"$table")
-            totals[$server/$step]+="${ms:-nan} "
+            ms=$(awk -F: -v s="$step" '{ name = $1; sub(/ +$/, "", name) } name == s { split($2, f, " "); print f[1] }' "$work/client")
+            [[ $ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "run $r, server $server: no total for step \"$step\" in cmtime's table"
+            totals[$server/$step]+="$ms "
         done
     done
 done
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-echo "connection setup: cmtime client, $connections connections, totals in ms (median of $repeats)"
+echo "connection setup: cmtime client, $connections connections, totals in ms (median of $repeats, all connections made in every run)"
 printf '  %-14s %8s %8s %8s %8s %9s %9s %9s\n' step cmtime "no pool" "1 shard" "2 shards" "ratio np" "ratio 1" "ratio 2"
 for step in "${steps[@]}"; do
     c=$(median "${totals[cmtime/$step]}") o0=$(median "${totals[ours0/$step]}")
@@ -39,3 +99,5 @@ for step in "${steps[@]}"; do
         'BEGIN { printf "  %-14s %8.1f %8.1f %8.1f %8.1f %9.2f %9.2f %9.2f\n", s, c, z, a, b, z / c, a / c, b / c }'
 done
 echo "  (ratio: ours / cmtime's server, below 1 is faster; goal for connect: <= 1.05 on 1 shard, < 1 on 2)"
+echo "  (disconnect: cmtime's server destroys each QP and id on its disconnect thread before taking"
+echo "   the next disconnect; ours destroys them off that path, so that row compares different work)"

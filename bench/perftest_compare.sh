@@ -1,39 +1,80 @@
 #!/bin/bash
 # perftest_compare.sh BUILD_DIR DEVICE ADDRESS [REPEATS]: our queue_pair send/receive
 # (bench/send_bench) next to rdma-core's perftest (ib_send_lat, ib_send_bw over rdma_cm)
-# on one device, measured alternately REPEATS times in this one run; prints the medians
-# and the ratios (ours / perftest, for latency perftest / ours: above 1 means faster).
-# perftest busy-polls its completion queue by default; with -e it sleeps on completion
-# events as we do: both are shown.
+# on one device: one untimed run of each first, then measured alternately REPEATS times in
+# this one run; prints the medians and the ratios (ours / perftest, for latency perftest /
+# ours: above 1 means faster). perftest busy-polls its completion queue by default; with -e
+# it sleeps on completion events as we do: both are shown. Any run that fails (either side
+# of perftest, or send_bench) or prints no result stops the script, saying so: no median
+# is taken over fewer runs than asked for.
 set -euo pipefail
 build=$1 dev=$2 addr=$3 repeats=${4:-3}
 size=64 lat_iters=1000 bw_iters=20000 window=32
 
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
-# perftest TOOL PORT [FLAGS...]: server and client on $addr; prints the client's last line.
-perftest() {
-    local tool=$1 port=$2; shift 2
-    timeout 60 "$tool" -R -d "$dev" -s $size -F -p "$port" "$@" >/dev/null 2>&1 &
-    local server=$!
-    sleep 1
-    timeout 60 "$tool" -R -d "$dev" -s $size -F -p "$port" "$@" "$addr" | awk '$1 == '$size' {line=$0} END {print line}'
-    wait $server || true
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+
+# fail WHY [FILE...]: says so, shows the files (the run's output), and stops.
+fail() {
+    local why=$1 f; shift
+    echo "perftest_compare: $dev: $why" >&2
+    for f in "$@"; do echo "--- $(basename "$f"):" >&2; cat "$f" >&2; done
+    exit 1
 }
 
 declare -A samples
-for r in $(seq "$repeats"); do
-    read -r _ lat _ _ rate < <("$build/bench/send_bench" "$addr" $lat_iters $size $window)
-    samples[ours_lat]+="$lat "
-    samples[ours_rate]+="$rate "
+
+# perftest KEY TOOL PORT [FLAGS...]: server and client on $addr; adds the result (field 5 of
+# the client's SIZE line: t_typical for ib_send_lat, MsgRate for ib_send_bw) to samples[KEY],
+# or with KEY "-" (the warm-up) only checks it.
+perftest() {
+    local key=$1 tool=$2 port=$3 server client=0 server_status=0 value; shift 3
+    timeout 60 "$tool" -R -d "$dev" -s $size -F -p "$port" "$@" >"$work/server" 2>&1 &
+    server=$!
+    sleep 1
+    timeout 60 "$tool" -R -d "$dev" -s $size -F -p "$port" "$@" "$addr" >"$work/client" 2>&1 || client=$?
+    wait $server || server_status=$?
+    if [ $client != 0 ] || [ $server_status != 0 ]; then
+        fail "$tool $*: client exited with status $client, server with $server_status" "$work/server" "$work/client"
+    fi
+    value=$(awk '$1 == '$size' { v = $5 } END { print v }' "$work/client")
+    number "$value" || fail "$tool $*: no result line in the client's output" "$work/client"
+    [ "$key" = - ] || samples[$key]+="$value "
+}
+
+# ours KEY: send_bench's latency and message rate ("latency_us P50 P99 msg_rate_mps RATE"),
+# added to samples[KEY_lat] and samples[KEY_rate], or with KEY "-" only checked.
+ours() {
+    local lat rate
+    "$build/bench/send_bench" "$addr" $lat_iters $size $window >"$work/send_bench" 2>&1 ||
+        fail "send_bench exited with status $?" "$work/send_bench"
+    lat=$(awk '$1 == "latency_us" && $4 == "msg_rate_mps" { print $2 }' "$work/send_bench")
+    rate=$(awk '$1 == "latency_us" && $4 == "msg_rate_mps" { print $5 }' "$work/send_bench")
+    if ! number "$lat" || ! number "$rate"; then fail "send_bench printed no result line" "$work/send_bench"; fi
+    [ "$1" = - ] && return
+    samples[${1}_lat]+="$lat "
+    samples[${1}_rate]+="$rate "
+}
+
+# pass [-]: ours, then perftest busy-polling and with events; with "-", the warm-up: every
+# side once, untimed (checked, not kept), so that none pays for first use in the measured runs.
+pass() {
+    local warm=${1:-} mode flags
+    ours "${warm:-ours}"
     for mode in poll event; do
         flags=(); [ $mode = event ] && flags=(-e)
-        samples[${mode}_lat]+="$(perftest ib_send_lat 18515 -n $lat_iters "${flags[@]}" | awk '{print $5}') "
-        samples[${mode}_rate]+="$(perftest ib_send_bw 18516 -n $bw_iters "${flags[@]}" | awk '{print $5}') "
+        perftest "${warm:-${mode}_lat}" ib_send_lat 18515 -n $lat_iters "${flags[@]}"
+        perftest "${warm:-${mode}_rate}" ib_send_bw 18516 -n $bw_iters "${flags[@]}"
     done
-done
+}
+pass -
+for _ in $(seq "$repeats"); do pass; done
+
 m() { tr ' ' '\n' <<<"${samples[$1]}" | grep . | median; }
-printf '%s: %s-byte send/receive, medians of %s runs\n' "$dev" $size "$repeats"
+printf '%s: %s-byte send/receive, medians of %s runs (after one warm-up run each)\n' "$dev" $size "$repeats"
 printf '  %-34s %16s %14s\n' "" "latency us" "msg rate Mpps"
 printf '  %-34s %16s %14s\n' "asio-rdmacm queue_pair (events)" "$(m ours_lat)" "$(m ours_rate)"
 printf '  %-34s %16s %14s\n' "perftest -e (events)" "$(m event_lat)" "$(m event_rate)"

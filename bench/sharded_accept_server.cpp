@@ -2,7 +2,9 @@
 // connection (a queue pair, accept, on the peer's DISCONNECTED disconnect and destroy), on a
 // shard_pool: accepted on the main thread, each connection served on a shard (round robin).
 // SHARDS 0: no pool, every connection served on the accepting thread (the library's base
-// cost). For bench/cmtime_compare.sh. Runs until SIGINT or SIGTERM.
+// cost). For bench/cmtime_compare.sh. Runs until SIGINT or SIGTERM, then waits (up to 10 s)
+// for the connections it serves to end and prints `established N`: the connections it
+// accepted, which the script checks against those the client asked for.
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -10,8 +12,12 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <iostream>
 #include <optional>
 
@@ -28,10 +34,17 @@ int main(int argc, char** argv) {
         rdmacm::listener l(*channel);
         l.bind({asio::ip::make_address(argv[1]), static_cast<unsigned short>(std::stoi(argv[2]))});
         l.listen(1024);
-        auto serve = [](rdmacm::cm_id& id) -> asio::awaitable<void> {
+        std::atomic<std::size_t> started{0}, ended{0}, established{0};
+        auto serve = [&](rdmacm::cm_id& id) -> asio::awaitable<void> {
+            ++started;
+            struct end_count {
+                std::atomic<std::size_t>& n;
+                ~end_count() { ++n; }
+            } counted{ended};
             auto attr = rdmacm::rc_qp_init_attr();
             id.create_qp(attr);
             co_await id.async_accept({}, asio::use_awaitable);
+            ++established;
             co_await id.async_next_event(asio::as_tuple(asio::use_awaitable)); // DISCONNECTED
             co_await id.async_disconnect(asio::as_tuple(asio::use_awaitable));
         };
@@ -58,10 +71,22 @@ int main(int argc, char** argv) {
         }
         std::cout << "listening on " << l.local_endpoint() << std::endl;
         asio::signal_set signals(accept_ctx, SIGINT, SIGTERM);
-        signals.async_wait([&](boost::system::error_code, int) {
+        asio::steady_timer settle(accept_ctx);
+        auto deadline = std::chrono::steady_clock::now();
+        std::function<void()> finish = [&] {
+            if (started != ended && std::chrono::steady_clock::now() < deadline) {
+                settle.expires_after(std::chrono::milliseconds(10));
+                settle.async_wait([&](boost::system::error_code) { finish(); });
+                return;
+            }
             if (pool) pool->stop();
-            l.close();
             channel.reset();
+            std::cout << "established " << established << std::endl;
+        };
+        signals.async_wait([&](boost::system::error_code, int) {
+            l.close();
+            deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            finish();
         });
         accept_ctx.run();
         return 0;

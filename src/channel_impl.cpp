@@ -66,7 +66,7 @@ void channel_impl::drain() {
                 static_cast<id_impl*>(std::atomic_ref<void*>(ev->listen_id->context).load(std::memory_order_acquire));
             rdma_cm_id* new_id = ev->id;
             rdma_ack_cm_event(ev);
-            listener->on_request(new_id, copy);
+            listener->on_request(std::static_pointer_cast<channel_impl>(shared_from_this()), new_id, copy);
         } else {
             auto* target =
                 static_cast<id_impl*>(std::atomic_ref<void*>(ev->id->context).load(std::memory_order_acquire));

@@ -161,7 +161,8 @@ void id_impl::after_call(std::unique_lock<std::mutex>& lock) {
 }
 
 void id_impl::release_if_idle(std::unique_lock<std::mutex>& lock) {
-    bool now = machine_.closed() && !migration_ && calls_in_flight_ == 0 && !destroy_submitted_;
+    bool moving = migration_ && !migration_->settled;
+    bool now = machine_.closed() && !moving && calls_in_flight_ == 0 && !destroy_submitted_;
     if (now) destroy_submitted_ = true;
     lock.unlock();
     if (now) submit_destroy();
@@ -200,18 +201,29 @@ void id_impl::cancel() noexcept {
     for (auto& c : aborted) complete(std::move(c));
 }
 
-void id_impl::attach(std::shared_ptr<data_path> dp) {
-    std::lock_guard lock(mutex_);
-    data_path_ = std::move(dp);
-    if (migration_) data_path_->begin_move();
+bool id_impl::attach(std::shared_ptr<data_path> dp) {
+    std::unique_lock lock(mutex_);
+    data_path_ = dp;
+    if (machine_.closed()) { // close() came while the queue pair was made: it missed it
+        lock.unlock();
+        dp->close();
+        return false;
+    }
+    if (migration_)
+        data_path_->begin_move(); // finish_migration ends it
+    else
+        data_path_->end_move(executor_.get()); // where the id is now: a move may have ended meanwhile
+    return true;
 }
 
 void id_impl::close() noexcept {
     decltype(requests_) unanswered;
     std::shared_ptr<data_path> data;
+    bool moving;
     {
         std::lock_guard lock(mutex_);
         if (machine_.closed()) return;
+        moving = migration_ && !migration_->settled && !in_migrate_call_;
         connecting_at_close_ = machine_.pending(op_kind::establish); // (closing clears it)
         machine_.close();
         unanswered.swap(requests_);
@@ -223,8 +235,12 @@ void id_impl::close() noexcept {
     if (data) data->close();
     cancel();
     for (auto& r : unanswered) r.first->close(); // rejected and destroyed
+    // A migration whose call is still to be made is abandoned: nothing may wait for a
+    // reader or an executor to get round to it (shard_pool::stop() on the very thread
+    // that would have made it, then joining).
+    if (moving) end_migration(boost::asio::error::operation_aborted, how::post);
     std::unique_lock lock(mutex_);
-    release_if_idle(lock); // else the last call in flight, or the migration's end, does
+    release_if_idle(lock); // else the last call in flight, or the migrate call, does
 }
 
 void id_impl::submit_destroy() {
@@ -254,11 +270,11 @@ void id_impl::submit_destroy() {
         // which names the id by a raw pointer: the id's memory goes on the reader's strand,
         // after it — nothing here waits for the reader. Then the channel loses an owner
         // there too (its last reference must go on its own context, or after it is gone).
-        auto release = [self = std::move(self), channel]() mutable {
+        auto& reader = *channel;
+        reader.run_on_reader_or_here([self = std::move(self), channel = std::move(channel)]() mutable {
             self.reset();
             channel->remove_owner();
-        };
-        if (!channel->run_on_reader(release)) release(); // the context is gone: no reader
+        });
     });
 }
 
@@ -342,10 +358,10 @@ void id_impl::deliver(const cm_event& ev, how mode) {
     if (done.handler.index() != 0) complete(std::move(done), mode);
 }
 
-void id_impl::on_request(rdma_cm_id* new_id, const cm_event& ev) {
+void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
     // The new id lives on this (the listener's) channel and must not be lost: it is
     // wrapped at once, so whatever happens next it is rejected and destroyed properly.
-    std::shared_ptr<id_impl> conn(new id_impl(channel_, executor_.get(), new_id));
+    std::shared_ptr<id_impl> conn(new id_impl(channel, executor_.get(), new_id));
     conn->pending_request_ = true;
     completion c;
     {

@@ -87,6 +87,10 @@ void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type&
 }
 
 void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
+    if (!migration_ || migration_->settled) { // abandoned by close()
+        lock.unlock();
+        return;
+    }
     if (calls_in_flight_ != 0) { // the last call out goes on (after_call)
         migrate_waits_ = true;
         lock.unlock();
@@ -112,10 +116,16 @@ void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
 
 void id_impl::end_migration(error_code ec, how mode) {
     executor_type ex;
-    if (mode == how::post) {
-        std::lock_guard lock(mutex_);
-        ex = migration_->old_executor;
+    std::shared_ptr<channel_impl> target;
+    {
+        std::unique_lock lock(mutex_);
+        if (migration_->settled) return; // by close(), which ends it
+        migration_->settled = true;
+        target = migration_->target;
+        if (mode == how::post) ex = migration_->old_executor;
+        release_if_idle(lock); // closed: the id goes now, whenever the end runs
     }
+    if (target) target->remove_owner(); // taken at the start, not needed now
     if (ex)
         boost::asio::post(ex, [self = shared_from_this(), ec] { self->finish_migration(ec); });
     else
@@ -123,6 +133,10 @@ void id_impl::end_migration(error_code ec, how mode) {
 }
 
 void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
+    if (migration_->settled) { // abandoned by close()
+        lock.unlock();
+        return;
+    }
     auto target = migration_->target;
     error_code ec;
     if (machine_.closed())
@@ -159,12 +173,14 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     }
     lock.lock();
     in_migrate_call_ = false;
+    migration_->settled = true;
     if (!ec) {
         channel_ = target; // with the owner taken at the start
         synchronous_ = !target;
     }
-    lock.unlock();
+    release_if_idle(lock); // close() came meanwhile: the id goes now, wherever it is
     call_done_.notify_all();
+    if (ec && target) target->remove_owner(); // taken at the start, not needed now
     if (!ec) {
         // Events that moved with the id (F2) are not announced by the kernel: the reader
         // reads them when any wait there (a look is cheaper than a read on the reader's
@@ -191,33 +207,47 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
         boost::asio::post(old_executor, std::move(then));
 }
 
-// On the new executor (the old one if the migration failed), never inside an initiating call.
+// On the new executor (the old one if the migration failed), never inside an initiating
+// call. Until it ends, newer events and operations queue behind what it hands over.
 void id_impl::finish_migration(error_code ec) {
     std::unique_lock lock(mutex_);
-    if (!ec)
-        executor_.set(migration_->target_executor);
-    else if (migration_->target)
-        migration_->target->remove_owner(); // taken at the start, not needed now
-    // Held events and deferred operations, in order, until none is left: only then do
-    // newer events and operations stop queueing behind them. Their handlers are posted:
-    // a handler that throws here could not leave the id moving for good.
-    while (!held_.empty() || !deferred_.empty()) {
-        auto held = std::exchange(held_, {});
-        auto deferred = std::exchange(deferred_, {});
-        lock.unlock();
-        for (auto& ev : held) deliver(ev, how::post);
-        for (auto& d : deferred) {
+    if (!ec) executor_.set(migration_->target_executor);
+    migrate_waits_ = false; // (abandoned while calls were in flight)
+    const auto ex = executor_.get();
+    std::shared_ptr<data_path> ended; // whose end_move ran
+    for (;;) {
+        if (!held_.empty()) { // events, in order, as the reader would have delivered them
+            auto held = std::exchange(held_, {});
+            lock.unlock();
+            std::size_t i = 0;
+            try {
+                for (; i < held.size(); ++i) deliver(held[i]);
+            } catch (...) {
+                // A handler run inline threw (out of run(), as Asio's do): the rest, and the
+                // end of the move, go on from a post — the id is not left moving for good.
+                lock.lock();
+                held_.insert(held_.begin(), std::make_move_iterator(held.begin() + static_cast<std::ptrdiff_t>(i) + 1),
+                             std::make_move_iterator(held.end()));
+                lock.unlock();
+                if (ex) boost::asio::post(ex, [self = shared_from_this(), ec] { self->finish_migration(ec); });
+                throw;
+            }
             lock.lock();
+        } else if (!deferred_.empty()) { // one at a time: a cancel finds each, or its canceller
+            auto d = std::move(deferred_.front());
+            deferred_.pop_front();
             start_now(lock, d.kind, std::move(d.handler), d.call);
+            lock.lock();
+        } else if (data_path_ != ended) { // the queue pair's completions: while still moving
+            ended = data_path_;
+            lock.unlock();
+            ended->end_move(ex);
+            lock.lock();
+        } else {
+            break;
         }
-        lock.lock();
     }
     auto done = std::move(migration_);
-    auto ex = executor_.get();
-    auto data = data_path_;
-    lock.unlock();
-    if (data) data->end_move(ex);
-    lock.lock();
     release_if_idle(lock); // close() came while the id moved
     complete(ex, {std::move(done->handler), ec, {}, {}}, how::dispatch);
 }

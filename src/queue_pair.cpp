@@ -90,8 +90,9 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
     std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res)));
     self->qp_ = cm->qp;
-    id->attach(self);                   // from here the completion queue outlives the queue pair
-    std::lock_guard lock(self->mutex_); // its first poll must find it in place
+    // From here the completion queue outlives the queue pair.
+    if (!id->attach(self)) throw boost::system::system_error(errc::not_open); // closed meanwhile
+    std::lock_guard lock(self->mutex_);                                       // its first poll must find it in place
     self->reader_ = cq_reader::create(self->executor_.get(), self->resources_, self);
     return self;
 }
@@ -349,11 +350,11 @@ void qp_impl::close() noexcept {
         std::lock_guard lock(mutex_);
         if (closed_) return;
         closed_ = true;
-        closing_.store(true); // no verbs call starts from here (wait_idle)
+        closing_.store(true);                                  // no verbs call starts from here (wait_idle)
+        for (auto& c : held_) aborted.push_back(std::move(c)); // they completed first: as they did
+        held_.clear();
         for (auto& [id, h] : outstanding_) aborted.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
         outstanding_.clear();
-        for (auto& c : held_) aborted.push_back(std::move(c)); // they completed: as they did
-        held_.clear();
         reader = std::move(reader_);
         ex = executor_.get();
     }

@@ -7,6 +7,7 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 
 #include <atomic>
 #include <future>
@@ -133,26 +134,31 @@ BOOST_AUTO_TEST_CASE(destroying_never_waits_for_a_reader) {
 
 // Finding 4: a handler that throws leaves its channel's reader reading: the exception
 // leaves run() as Asio's do, and the other ids of the channel still get their events.
+// On a strand (an io_context's executor catches what a handler it runs inline throws,
+// a strand's does not): the reader runs inside the channel's strand, so the ids'
+// handlers run inline in its read.
 BOOST_AUTO_TEST_CASE(a_throwing_handler_leaves_the_reader_reading) {
-    channel_fixture f;
-    cm_id a(*f.channel), b(*f.channel);
+    asio::io_context ctx;
+    auto strand = asio::make_strand(ctx);
+    event_channel channel(strand);
+    cm_id a(channel), b(channel);
     bool thrown = false;
     a.async_resolve_address(device_endpoint(1), 2s,
                             [](error_code) { throw std::runtime_error("thrown by a handler"); });
     auto deadline = std::chrono::steady_clock::now() + 10s;
     while (!thrown && std::chrono::steady_clock::now() < deadline) {
         try {
-            f.ctx.run_one_for(10ms);
+            ctx.run_one_for(10ms);
         } catch (const std::runtime_error&) {
             thrown = true;
         }
     }
-    f.ctx.restart();
+    ctx.restart();
     BOOST_REQUIRE(thrown);
     std::optional<error_code> r;
     b.async_resolve_address(device_endpoint(1), 2s, [&](error_code ec) { r = ec; });
     BOOST_TEST(run_until(
-                   f.ctx, [&] { return r.has_value(); }, 10s),
+                   ctx, [&] { return r.has_value(); }, 10s),
                "the channel went deaf");
 }
 
@@ -235,4 +241,45 @@ BOOST_AUTO_TEST_CASE(the_backlog_bounds_unaccepted_requests) {
         f.ctx, [&] { return std::all_of(results.begin(), results.end(), [](auto& r) { return r.has_value(); }); },
         20s));
     BOOST_TEST(refused() == 3);
+}
+
+// Finding 2a: the shipped sharded-server pattern. A request is placed inline in the
+// listener's read (its id's migration to the shard goes on by way of the accepting
+// context), and a stop() already queued on that context runs first: it closes the moving
+// id and joins the shards — which must run out of work without that context's help.
+BOOST_AUTO_TEST_CASE(stop_on_the_accepting_thread_returns) {
+    asio::io_context accept_ctx;
+    event_channel channel(accept_ctx);
+    listener l(channel);
+    l.bind(device_endpoint());
+    l.listen();
+    std::promise<void> stopped;
+    std::optional<shard_pool> pool;
+    // The policy runs inline in the listener's read, before the request's migration.
+    pool.emplace(1, [&](std::span<const std::size_t>, const connection_request&) -> std::size_t {
+        asio::post(accept_ctx, [&] {
+            pool->stop();
+            stopped.set_value();
+        });
+        return 0;
+    });
+    pool->async_serve(
+        l, [](connection) -> asio::awaitable<void> { co_return; }, [](error_code) {});
+    std::thread accepting([&] { accept_ctx.run_for(30s); });
+    asio::io_context client_ctx;
+    event_channel client_channel(client_ctx);
+    cm_id client(client_channel);
+    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
+    auto done = stopped.get_future();
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (done.wait_for(0s) != std::future_status::ready && std::chrono::steady_clock::now() < deadline)
+        client_ctx.run_one_for(10ms);
+    if (done.wait_for(0s) != std::future_status::ready) {
+        BOOST_ERROR("shard_pool::stop() on the accepting thread never returned");
+        std::quick_exit(1); // that thread is stuck in join(): nothing else can be checked
+    }
+    l.close();
+    client.close();
+    accept_ctx.stop();
+    accepting.join();
 }

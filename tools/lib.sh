@@ -15,14 +15,16 @@ host_rdma() { local e; e=$("$repo/tools/rdma-env" 2>/dev/null) && eval "$e"; }
 prepare() {
     [ "$(id -u)" = 0 ] || die "run as root: it installs Debian packages (and sets up the VM)"
     apt_install "${build_packages[@]}"
+    # test_devices: the devices the RDMA tests get an entry for (space-separated).
     if host_rdma; then
         log "host RDMA devices: $RDMACM_TEST_DEVICES"
-        cmake_devices="-DRDMACM_TEST_DEVICES=${RDMACM_TEST_DEVICES// /;}"
+        test_devices=$RDMACM_TEST_DEVICES
     else
         log "no RDMA on this host: using the Soft-RoCE/soft-iWARP VM"
         "$repo/tools/rdma-vm/setup" >/dev/null
-        cmake_devices="-DRDMACM_TEST_DEVICES=rxe0;siw0"
+        test_devices="rxe0 siw0"
     fi
+    cmake_devices="-DRDMACM_TEST_DEVICES=${test_devices// /;}"
     build=${RDMACM_BUILD_DIR:-$repo/build}
     cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$cmake_devices" >/dev/null
     cmake --build "$build" -j"$(nproc)" -- --no-print-directory

@@ -41,6 +41,19 @@ public:
         return true;
     }
 
+    // Runs f on the reader's strand, or here when the context is gone (nothing reads then).
+    template <typename F>
+    void run_on_reader_or_here(F f) {
+        {
+            std::lock_guard lock(context_->mutex);
+            if (context_->alive) {
+                boost::asio::post(*strand_, std::move(f));
+                return;
+            }
+        }
+        f();
+    }
+
     // Stops reading (on the strand): never closes the fd.
     void stop_later() {
         run_on_reader([self = shared_from_this()] { self->stop(); });

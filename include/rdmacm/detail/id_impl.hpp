@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -127,7 +128,9 @@ public:
     };
     // The id's queue pair was created with `dp`: it moves and closes with the id, and is
     // released after the id (and so its queue pair) is destroyed.
-    void attach(std::shared_ptr<data_path> dp);
+    // False when the id was closed meanwhile (the data path is closed then, and still goes
+    // after the id).
+    bool attach(std::shared_ptr<data_path> dp);
 
     // A listening id never migrates (semantics R6). At most `backlog` connection requests
     // wait for an accept (librdmacm's rule: 0 or less is the kernel's maximum, 1024); those
@@ -137,7 +140,8 @@ public:
 
     // Reader strands only.
     void on_event(const cm_event& ev);
-    void on_request(rdma_cm_id* new_id, const cm_event& ev);
+    // `channel`: the reader's own (the listener's channel_ may be being let go of).
+    void on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev);
 
     // Marks a new id as an unanswered connection request: close() rejects it.
     void set_pending_request(bool pending) noexcept { pending_request_ = pending; }
@@ -180,8 +184,9 @@ private:
     // Makes the migrate call (lock held on entry, released on return); `mode` says whether
     // this runs inside the initiating call (post: the migration then ends from a post).
     void migrate_now(std::unique_lock<std::mutex>& lock, how mode);
-    // Ends a migration that failed before its call: at once, or (post) from the old
-    // executor, never inside the initiating call.
+    // Ends a migration that failed or was abandoned before its call, unless it is
+    // settled already: at once, or (post) from the old executor, never inside the
+    // initiating call.
     void end_migration(error_code ec, how mode);
     // Synchronous mode: why a blocking call cannot be made now (lock held).
     error_code sync_refusal(bool call) const;
@@ -208,6 +213,10 @@ private:
         executor_type target_executor;
         executor_type old_executor;
         void_handler handler;
+        // The migrate call was made, or refused, or abandoned by close(): the id no longer
+        // waits for it (it may be destroyed), and the target's owner is settled. What is
+        // left (finish_migration, on an executor) only hands things over.
+        bool settled = false;
     };
     struct deferred_start {
         op_kind kind;
@@ -217,7 +226,7 @@ private:
     };
     std::unique_ptr<migration> migration_;
     std::vector<cm_event> held_;
-    std::vector<deferred_start> deferred_;
+    std::list<deferred_start> deferred_; // (a list: Boost 1.81 any_completion_handler move assignment recurses)
     std::uint32_t deferred_serial_ = 0;
     int calls_in_flight_ = 0;    // librdmacm calls on the id being made outside the lock
     bool migrate_waits_ = false; // for the calls in flight: the last one out moves it on
@@ -227,7 +236,7 @@ private:
     std::condition_variable call_done_; // in_migrate_call_ ended
     int wake_fd_ = -1;                  // synchronous mode: close() ends a blocking next_event
     bool listening_ = false;
-    std::size_t backlog_ = 0;          // listening: requests kept for an accept, at most
+    std::size_t backlog_ = 1024;       // listening: requests kept for an accept, at most
     bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null
     bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()
     std::shared_ptr<data_path> data_path_;
