@@ -201,7 +201,7 @@ void id_impl::cancel() noexcept {
     for (auto& c : aborted) complete(std::move(c));
 }
 
-bool id_impl::attach(std::shared_ptr<data_path> dp) {
+bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
     std::unique_lock lock(mutex_);
     data_path_ = dp;
     if (machine_.closed()) { // close() came while the queue pair was made: it missed it
@@ -364,29 +364,28 @@ void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_i
     std::shared_ptr<id_impl> conn(new id_impl(channel, executor_.get(), new_id));
     conn->pending_request_ = true;
     completion c;
+    std::shared_ptr<id_impl> rejected; // closed, or beyond the backlog: by its destroy
     {
         std::lock_guard lock(mutex_);
-        if (machine_.closed()) {
-            conn->close();
-            return;
-        }
-        auto d = machine_.on_event(ev.type());
-        if (d.what != id_machine::action::complete) {
-            if (requests_.size() < backlog_) {
-                requests_.emplace_back(std::move(conn), ev);
-                return;
-            }
-        } else {
+        auto d = machine_.closed() ? id_machine::decision{} : machine_.on_event(ev.type());
+        bool kept = !machine_.closed() && (d.what == id_machine::action::complete || requests_.size() < backlog_);
+        if (!kept) {
+            rejected = std::move(conn);
+        } else if (d.what == id_machine::action::complete) {
             machine_.completed(d.kind);
             c = {std::exchange(handlers_[static_cast<std::size_t>(d.kind)], {}), {}, ev, std::move(conn)};
+        } else {
+            requests_.emplace_back(std::move(conn), ev);
+            return;
         }
     }
-    if (conn) { // beyond the backlog: rejected (by its destroy, on the destroyer thread)
-        conn->close();
+    if (rejected) {
+        rejected->close();
         return;
     }
     complete(std::move(c), how::dispatch);
 }
+
 void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec) {
     complete(ex, {std::move(handler), ec, {}, {}}, how::post);
 }

@@ -65,7 +65,8 @@ void id_impl::set_listening(int backlog) noexcept {
     backlog_ = backlog > 0 ? static_cast<std::size_t>(backlog) : 1024;
 }
 
-void id_impl::migrate(std::shared_ptr<channel_impl> target, const executor_type& target_ex, void_handler handler) {
+void id_impl::migrate(const std::shared_ptr<channel_impl>& target, const executor_type& target_ex,
+                      void_handler handler) {
     std::unique_lock lock(mutex_);
     error_code ec;
     if (machine_.closed())

@@ -80,7 +80,7 @@ public:
     // Moves the id to `target` (its handlers to `target_ex`): src/migrate.cpp. Completes
     // `handler` on the new executor (the old one if it failed). A null `target` puts the
     // id in synchronous mode (its executor stays).
-    void migrate(std::shared_ptr<channel_impl> target, const executor_type& target_ex, void_handler handler);
+    void migrate(const std::shared_ptr<channel_impl>& target, const executor_type& target_ex, void_handler handler);
 
     // Synchronous mode (src/sync_mode.cpp): the blocking librdmacm call that starts an
     // operation of `kind`, and the event it waited for (empty if none came).
@@ -130,7 +130,7 @@ public:
     // released after the id (and so its queue pair) is destroyed.
     // False when the id was closed meanwhile (the data path is closed then, and still goes
     // after the id).
-    bool attach(std::shared_ptr<data_path> dp);
+    bool attach(const std::shared_ptr<data_path>& dp);
 
     // A listening id never migrates (semantics R6). At most `backlog` connection requests
     // wait for an accept (librdmacm's rule: 0 or less is the kernel's maximum, 1024); those
