@@ -154,10 +154,13 @@ void listener::listen(int backlog, error_code& ec) noexcept {
     } else if (listening_) {
         ec = errc::already_listening;
     } else {
+        // The kernel gets its maximum (0), and the bound is the library's (set_listening):
+        // beyond it, requests are rejected at once. A kernel backlog would hold them back
+        // instead (siw: a TCP listen queue), their peers hanging until they time out.
         detail::id_impl::call_guard guard(*impl_);
         if (!guard.id()) {
             ec = errc::not_open;
-        } else if (rdma_listen(guard.id(), backlog) != 0) {
+        } else if (rdma_listen(guard.id(), 0) != 0) {
             ec = RDMACM_CALL_ERROR("rdma_listen");
         } else {
             listening_ = true;

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <thread>
 
 namespace rdmacm::detail {
 
@@ -129,7 +130,25 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     install_canceller(handler, kind, generation, false);
     handlers_[static_cast<std::size_t>(kind)] = std::move(handler);
     // The call goes out after the handler is in place: its event cannot beat it.
+    if (kind == op_kind::disconnect && machine_.pending(op_kind::establish)) {
+        // siw holds rdma_disconnect of a connecting id up to its 10 s MPA time-out: never
+        // on the caller's thread (an io_context's, most likely). Rare: a thread of its own.
+        ++calls_in_flight_;
+        rdma_cm_id* id = id_;
+        lock.unlock();
+        std::thread([self = shared_from_this(), call, id, kind, generation] {
+            error_code failed = call(*self, id);
+            std::unique_lock relock(self->mutex_);
+            --self->calls_in_flight_;
+            self->call_returned(relock, kind, generation, failed);
+        }).detach();
+        return;
+    }
     ec = make_call(lock, call);
+    call_returned(lock, kind, generation, ec);
+}
+
+void id_impl::call_returned(std::unique_lock<std::mutex>& lock, op_kind kind, std::uint32_t generation, error_code ec) {
     completion failed;
     auto& slot = handlers_[static_cast<std::size_t>(kind)];
     // (A changed generation cannot happen: the slot was busy.)

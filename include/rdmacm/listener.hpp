@@ -29,7 +29,9 @@ public:
     /// Starts listening (`rdma_listen`). A second listen gives errc::already_listening.
     /// `backlog` bounds the connection requests waiting for `async_accept` (0 or less: the
     /// kernel's maximum, 1024): those beyond it are rejected at once — the peer's connect
-    /// fails (`errc::rejected`, or on iWARP the connection error its device reports).
+    /// fails (`errc::rejected`, or on iWARP the connection error its device reports). The
+    /// library applies the bound itself (the kernel is given its maximum, so that it never
+    /// holds a request back, its peer hanging until it times out).
     void listen(int backlog = 128);
     void listen(int backlog, error_code& ec) noexcept;
 

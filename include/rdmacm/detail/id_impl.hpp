@@ -167,6 +167,9 @@ private:
     // Makes `call` outside the lock (counted in calls_in_flight_); returns locked. The
     // caller ends with after_call().
     error_code make_call(std::unique_lock<std::mutex>& lock, const op_call& call);
+    // The call of an operation of `kind` started as `generation` returned `ec` (lock held
+    // on entry, released on return): a failure completes the operation.
+    void call_returned(std::unique_lock<std::mutex>& lock, op_kind kind, std::uint32_t generation, error_code ec);
     // A call in flight ended (lock held on entry, released on return): the last one out
     // moves a waiting migration on, or destroys a closed id.
     void after_call(std::unique_lock<std::mutex>& lock);
