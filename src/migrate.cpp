@@ -118,19 +118,21 @@ void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
 void id_impl::end_migration(error_code ec, how mode) {
     executor_type ex;
     std::shared_ptr<channel_impl> target;
+    std::shared_ptr<void_handler> handler;
     {
         std::unique_lock lock(mutex_);
         if (migration_->settled) return; // by close(), which ends it
         migration_->settled = true;
         target = migration_->target;
+        handler = std::make_shared<void_handler>(std::move(migration_->handler));
         if (mode == how::post) ex = migration_->old_executor;
         release_if_idle(lock); // closed: the id goes now, whenever the end runs
     }
     if (target) target->remove_owner(); // taken at the start, not needed now
     if (ex)
-        boost::asio::post(ex, [self = shared_from_this(), ec] { self->finish_migration(ec); });
+        boost::asio::post(ex, [self = shared_from_this(), ec, handler] { self->finish_migration(ec, *handler); });
     else
-        finish_migration(ec); // on the reader's strand, or nothing runs where the handler would
+        finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
 }
 
 void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
@@ -192,16 +194,20 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     }
     // Handlers of the id already handed to the old executor run before the id moves on
     // (one hop when old and new executor are the same, e.g. two channels of one context).
+    // The migrate handler travels with the continuation, not in the id: a continuation that
+    // never runs (its context destroyed first) takes it along, and with it whatever it
+    // holds of the id (a connection_request, shard_pool's placement).
     auto finish_on = ec ? old_executor : target_executor;
-    std::function<void()> then = [self = shared_from_this(), ec, finish_on, old_executor] {
-        if (finish_on == old_executor)
-            self->finish_migration(ec);
-        else
-            boost::asio::post(finish_on, [self, ec] { self->finish_migration(ec); });
-    };
     lock.lock();
+    auto handler = std::make_shared<void_handler>(std::move(migration_->handler));
     auto data = data_path_;
     lock.unlock();
+    std::function<void()> then = [self = shared_from_this(), ec, finish_on, old_executor, handler] {
+        if (finish_on == old_executor)
+            self->finish_migration(ec, *handler);
+        else
+            boost::asio::post(finish_on, [self, ec, handler] { self->finish_migration(ec, *handler); });
+    };
     if (data)
         data->after_handed(old_executor, std::move(then)); // its completions too
     else
@@ -210,7 +216,7 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
 
 // On the new executor (the old one if the migration failed), never inside an initiating
 // call. Until it ends, newer events and operations queue behind what it hands over.
-void id_impl::finish_migration(error_code ec) {
+void id_impl::finish_migration(error_code ec, void_handler& handler) {
     std::unique_lock lock(mutex_);
     if (!ec) executor_.set(migration_->target_executor);
     migrate_waits_ = false; // (abandoned while calls were in flight)
@@ -230,7 +236,11 @@ void id_impl::finish_migration(error_code ec) {
                 held_.insert(held_.begin(), std::make_move_iterator(held.begin() + static_cast<std::ptrdiff_t>(i) + 1),
                              std::make_move_iterator(held.end()));
                 lock.unlock();
-                if (ex) boost::asio::post(ex, [self = shared_from_this(), ec] { self->finish_migration(ec); });
+                if (ex)
+                    boost::asio::post(
+                        ex, [self = shared_from_this(), ec, h = std::make_shared<void_handler>(std::move(handler))] {
+                            self->finish_migration(ec, *h);
+                        });
                 throw;
             }
             lock.lock();
@@ -248,9 +258,9 @@ void id_impl::finish_migration(error_code ec) {
             break;
         }
     }
-    auto done = std::move(migration_);
+    migration_.reset();
     release_if_idle(lock); // close() came while the id moved
-    complete(ex, {std::move(done->handler), ec, {}, {}}, how::dispatch);
+    complete(ex, {std::move(handler), ec, {}, {}}, how::dispatch);
 }
 
 } // namespace rdmacm::detail

@@ -184,9 +184,13 @@ void pool_impl::place(connection_request request, place_handler handler) {
     executor_type ex = shards_[to].context.get_executor();
     lock.unlock();
 
+    // The continuation holds the pool weakly: it may sit in a shard's queue after stop()
+    // joined that shard, and the pool owns the shard (a cycle, never freed).
     id->migrate(target, ex,
-                [self = shared_from_this(), state, request = std::move(request), handler = std::move(handler),
+                [weak = weak_from_this(), state, request = std::move(request), handler = std::move(handler),
                  ex](error_code migrated) mutable {
+                    auto self = weak.lock();
+                    if (!self) return; // the pool is gone: nothing runs where the handler would
                     if (migrated) {
                         self->remove(*state);
                         dispatch_to_handler(std::move(handler), ex, migrated, failed_connection(ex));
@@ -274,7 +278,9 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
 
     id->migrate(
         target, target_ex,
-        [self = shared_from_this(), state, to, handler = std::move(handler), fallback](error_code migrated) mutable {
+        [weak = weak_from_this(), state, to, handler = std::move(handler), fallback](error_code migrated) mutable {
+            auto self = weak.lock(); // weakly, as in place()
+            if (!self) return;
             {
                 std::lock_guard relock(self->mutex_);
                 state->moving = false;

@@ -327,6 +327,8 @@ BOOST_AUTO_TEST_CASE(disconnecting_a_connecting_id_never_blocks_the_caller) {
     BOOST_TEST(returned, "async_disconnect blocked in rdma_disconnect ("
                              << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms)");
     id.close(); // its operations end (a disconnect while connecting waits for no event)
+    // Destroyed once the call has returned (siw: up to 10 s), never under it.
+    BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 30s), "never destroyed");
     BOOST_TEST(run_until(
         f.ctx, [&] { return disconnected.has_value() && connected.has_value(); }, 30s));
 }

@@ -194,7 +194,8 @@ private:
     // Synchronous mode: why a blocking call cannot be made now (lock held).
     error_code sync_refusal(bool call) const;
 
-    void finish_migration(error_code ec);
+    // Completes `handler` (the migrate handler) at the end.
+    void finish_migration(error_code ec, void_handler& handler);
     void complete(completion c, how mode = how::post) { complete(get_executor(), std::move(c), mode); }
     static void complete(const executor_type& ex, completion c, how mode);
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
@@ -215,7 +216,7 @@ private:
         std::shared_ptr<channel_impl> target;
         executor_type target_executor;
         executor_type old_executor;
-        void_handler handler;
+        void_handler handler; // until the call settles: then it goes with the continuation
         // The migrate call was made, or refused, or abandoned by close(): the id no longer
         // waits for it (it may be destroyed), and the target's owner is settled. What is
         // left (finish_migration, on an executor) only hands things over.
