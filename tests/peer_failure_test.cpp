@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <iostream>
 #include <numeric>
 
 using namespace rdmacm;
@@ -42,21 +43,28 @@ BOOST_FIXTURE_TEST_CASE(a_killed_peer_ends_its_connections_within_seconds, chann
     }
     BOOST_REQUIRE(run_until(
         ctx, [&] { return placed == std::uint64_t(peers) && received >= 300; }, 60s));
+    const auto killed = std::chrono::steady_clock::now();
     for (auto child : children) ::kill(child, SIGKILL);
-    auto killed = std::chrono::steady_clock::now();
     for (auto child : children) {
         int status = 0;
         BOOST_TEST(::waitpid(child, &status, 0) == child);
         BOOST_TEST((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
     }
     // The kernel tears the peer's ids down: each connection here breaks (receives flushed),
-    // its coroutine ends, the connection leaves the pool.
-    BOOST_TEST(run_until(
-        ctx, [&] { return ended == std::uint64_t(peers); }, 30s));
+    // its coroutine ends, the connection leaves the pool. Timed from the kill to the last
+    // connection out of the pool, and printed in every run (the README's figure).
+    auto in_pool = [&] {
+        auto counts = pool.connection_counts();
+        return std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    };
+    const bool gone = run_until(
+        ctx, [&] { return ended == std::uint64_t(peers) && in_pool() == 0; }, 30s);
     auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
-    BOOST_TEST_MESSAGE("connections of the killed peers ended " << took.count() << " ms after the kill");
-    auto counts = pool.connection_counts();
-    BOOST_TEST(std::accumulate(counts.begin(), counts.end(), std::size_t{0}) == 0u);
+    std::cout << "peer failure on " << test_device().name << ": the last connection of the killed peers left the pool "
+              << took.count() << " ms after the kill (bound: 30 s)" << std::endl;
+    BOOST_TEST(gone, ended << " of " << peers << " connections ended, " << in_pool() << " still in the pool after "
+                           << took.count() << " ms");
+    BOOST_TEST(took < 30s);
     pool.stop();
     BOOST_TEST(run_until(ctx, [&] { return served.has_value(); }));
 }

@@ -50,7 +50,7 @@ public:
     explicit context_threads(int n) : contexts_(static_cast<std::size_t>(n)) {
         for (auto& c : contexts_) {
             guards_.emplace_back(c.get_executor());
-            threads_.emplace_back([&c] { c.run_for(std::chrono::minutes(3)); });
+            threads_.emplace_back([&c] { c.run_for(limit_); });
         }
         for (auto& t : threads_) ids_.push_back(t.get_id());
     }
@@ -60,19 +60,29 @@ public:
     std::thread::id thread(std::size_t i) const { return ids_[i]; }
     std::size_t size() const { return contexts_.size(); }
 
-    // Lets each context run out of work (everything of ours destroyed), then joins.
+    // Lets each context run out of work (everything of ours destroyed), then joins, and
+    // checks that each did run out of work: a context still holding some (an operation, an
+    // object of ours, a post) runs until run_for's limit and fails the test, named.
     void stop() {
+        if (stopped_) return;
+        stopped_ = true;
         guards_.clear();
         for (auto& t : threads_)
             if (t.joinable()) t.join();
         report_thread_checks();
+        for (std::size_t i = 0; i < contexts_.size(); ++i)
+            BOOST_TEST(contexts_[i].stopped(), "context " << i << " of " << contexts_.size()
+                                                          << " did not run out of work: its thread ran "
+                                                          << limit_.count() << " minutes, then gave up");
     }
 
 private:
+    static constexpr std::chrono::minutes limit_{3};
     std::deque<boost::asio::io_context> contexts_;
     std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
     std::vector<std::thread> threads_;
     std::vector<std::thread::id> ids_;
+    bool stopped_ = false;
 };
 
 // Waits for a future at most `limit`; false on time-out.
