@@ -3,6 +3,7 @@
 #include <boost/asio/detail/reactive_descriptor_service.hpp>
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/query.hpp>
 
 #include <algorithm>
@@ -27,10 +28,19 @@ public:
 
 private:
     void shutdown() override {
-        std::lock_guard lock(state_->mutex);
-        state_->alive = false;
-        for (auto* m : state_->members) m->context_shutdown();
-        state_->members.clear();
+        std::vector<std::shared_ptr<context_user>> users;
+        {
+            std::lock_guard lock(state_->mutex);
+            state_->alive = false;
+            for (auto* m : state_->members) {
+                m->context_shutdown();
+                if (auto u = m->user()) users.push_back(std::move(u));
+            }
+            state_->members.clear();
+        }
+        // Their handlers go now, while the context still works (a coroutine frame's
+        // destruction may post, close ids, ...): no lock of ours is held.
+        for (auto& u : users) u->context_gone();
     }
 
     std::shared_ptr<context_bound::state> state_;
@@ -47,11 +57,20 @@ boost::asio::any_io_executor bound_executor::get() const noexcept {
     return executor_;
 }
 
+void bound_executor::set_busy(bool busy) noexcept {
+    std::lock_guard lock(state_->mutex);
+    busy_ = busy;
+    // (Letting go of tracked work runs no user code: at most the context stops.)
+    work_ = busy && executor_ ? boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked)
+                              : boost::asio::any_io_executor();
+}
+
 void bound_executor::bind(const boost::asio::any_io_executor& ex) {
     state_ = state_of(ex);
     std::lock_guard lock(state_->mutex);
     if (!state_->alive) return; // nothing runs there any more
     executor_ = ex;
+    if (busy_) work_ = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
     state_->members.push_back(this);
 }
 
@@ -60,6 +79,7 @@ void bound_executor::unbind() noexcept {
     if (!state_->alive) return; // its shutdown took the executor already
     std::erase(state_->members, this);
     executor_ = {};
+    work_ = {};
 }
 
 } // namespace rdmacm::detail

@@ -42,7 +42,12 @@ std::shared_ptr<id_impl> id_impl::create(std::shared_ptr<channel_impl> channel, 
     rdma_cm_id* id = nullptr;
     if (rdma_create_id(channel->native(), &id, nullptr, ps) != 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_id"));
+    return make(std::move(channel), ex, id);
+}
+
+std::shared_ptr<id_impl> id_impl::make(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id) {
     std::shared_ptr<id_impl> self(new id_impl(std::move(channel), ex, id));
+    self->executor_.set_user(self);
     return self;
 }
 
@@ -75,6 +80,7 @@ void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
         const std::uint32_t serial = ++deferred_serial_;
         install_canceller(handler, kind, serial, true);
         deferred_.push_back({kind, std::move(handler), call, serial});
+        update_busy();
         return;
     }
     start_now(lock, kind, std::move(handler), call);
@@ -129,6 +135,7 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     const std::uint32_t generation = machine_.generation(kind);
     install_canceller(handler, kind, generation, false);
     handlers_[static_cast<std::size_t>(kind)] = std::move(handler);
+    update_busy();
     // The call goes out after the handler is in place: its event cannot beat it.
     if (kind == op_kind::disconnect && machine_.pending(op_kind::establish)) {
         // siw holds rdma_disconnect of a connecting id up to its 10 s MPA time-out: never
@@ -380,7 +387,7 @@ void id_impl::deliver(const cm_event& ev, how mode) {
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
     // The new id lives on this (the listener's) channel and must not be lost: it is
     // wrapped at once, so whatever happens next it is rejected and destroyed properly.
-    std::shared_ptr<id_impl> conn(new id_impl(channel, executor_.get(), new_id));
+    auto conn = make(channel, executor_.get(), new_id);
     conn->pending_request_ = true;
     completion c;
     std::shared_ptr<id_impl> rejected; // closed, or beyond the backlog: by its destroy
@@ -407,6 +414,39 @@ void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_i
 
 void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec) {
     complete(ex, {std::move(handler), ec, {}, {}}, how::post);
+}
+
+void id_impl::complete(completion c, how mode) {
+    // After the hand-over (a post makes work of its own), even when a handler run inline
+    // throws: no gap in which the context may run out of work, none kept for nothing.
+    struct settle {
+        id_impl& self;
+        ~settle() {
+            std::lock_guard lock(self.mutex_);
+            self.update_busy();
+        }
+    } after{*this};
+    complete(get_executor(), std::move(c), mode);
+}
+
+void id_impl::update_busy() noexcept {
+    bool busy = migration_ || !deferred_.empty() ||
+                std::any_of(handlers_.begin(), handlers_.end(), [](const auto& h) { return h.index() != 0; });
+    if (busy != busy_) executor_.set_busy(busy_ = busy);
+}
+
+void id_impl::context_gone() noexcept {
+    // Destroyed here, outside the lock: a coroutine frame suspended on the id lets go of
+    // it, and may close it (a cycle otherwise: frame -> id -> handler -> frame).
+    std::vector<any_handler> gone;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& h : handlers_)
+            if (h.index() != 0) gone.push_back(std::exchange(h, {}));
+        for (auto& d : deferred_) gone.push_back(std::move(d.handler));
+        deferred_.clear();
+        update_busy();
+    }
 }
 
 void id_impl::complete(const executor_type& ex, completion c, how mode) {

@@ -83,6 +83,7 @@ void id_impl::migrate(const std::shared_ptr<channel_impl>& target, const executo
         return;
     }
     migration_.reset(new migration{target, target ? target_ex : executor_.get(), executor_.get(), std::move(handler)});
+    update_busy();
     if (data_path_) data_path_->begin_move();
     migrate_step(lock, how::post);
 }
@@ -260,7 +261,7 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
     }
     migration_.reset();
     release_if_idle(lock); // close() came while the id moved
-    complete(ex, {std::move(handler), ec, {}, {}}, how::dispatch);
+    complete({std::move(handler), ec, {}, {}}, how::dispatch);
 }
 
 } // namespace rdmacm::detail

@@ -131,6 +131,7 @@ void qp_impl::post(const work_request& wr, handler h) {
     }
     const std::uint64_t wr_id = next_wr_id_++;
     outstanding_.emplace(wr_id, std::move(h)); // before the post: its completion cannot beat it
+    update_busy();
     begin_verbs_call();
     lock.unlock();
 
@@ -167,6 +168,17 @@ void qp_impl::post(const work_request& wr, handler h) {
     auto ex = executor_.get();
     lock.unlock();
     refuse(ex, std::move(failed), ec);
+    settle();
+}
+
+void qp_impl::settle() noexcept {
+    std::lock_guard lock(mutex_);
+    update_busy();
+}
+
+void qp_impl::update_busy() noexcept {
+    bool busy = !outstanding_.empty() || !held_.empty();
+    if (busy != busy_) executor_.set_busy(busy_ = busy);
 }
 
 void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
@@ -258,6 +270,10 @@ void qp_impl::poll(const void* by) {
 // throws leaves run() as Asio's do; the ones after it still complete, queued.
 void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex) {
     if (!ex) return; // the context has shut down
+    struct settle_after {
+        qp_impl& self;
+        ~settle_after() { self.settle(); }
+    } after{*this};
     std::size_t i = 0;
     try {
         for (; i < done.size(); ++i) dispatch_to_handler(std::move(done[i].h), ex, done[i].ec, done[i].bytes);
@@ -361,6 +377,7 @@ void qp_impl::close() noexcept {
     if (reader) reader->stop_later();
     if (!ex) return; // the context has shut down
     for (auto& c : aborted) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
+    settle();
 }
 
 } // namespace detail

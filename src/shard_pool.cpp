@@ -196,14 +196,29 @@ void pool_impl::place(connection_request request, place_handler handler) {
                         dispatch_to_handler(std::move(handler), ex, migrated, failed_connection(ex));
                         return;
                     }
+                    executor_type strand = boost::asio::strand<follow_executor>(follow_executor(state->home));
                     {
                         std::lock_guard relock(self->mutex_);
                         state->moving = false;
+                        state->strand = strand;
                     }
-                    executor_type strand = boost::asio::strand<follow_executor>(follow_executor(state->home));
                     connection c(std::move(request.id), request.event, state, std::move(strand));
                     dispatch_to_handler(std::move(handler), ex, migrated, std::move(c));
                 });
+}
+
+// Runs `then` on a connection's strand once the strand runs on `home`: after every handler
+// queued on it before — an invoker posted to the old shard before the home changed runs
+// them there, and so a move ends only after them (F15). One hop more at most: the strand's
+// next invoker goes to the new home.
+template <typename F>
+void on_strand_at(const pool_impl::executor_type& strand, boost::asio::io_context& home, F then) {
+    boost::asio::post(strand, [strand, &home, then = std::move(then)]() mutable {
+        if (home.get_executor().running_in_this_thread())
+            then();
+        else
+            on_strand_at(strand, home, std::move(then));
+    });
 }
 
 // One listener served: accept, place, spawn; again until accepting fails.
@@ -281,19 +296,30 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
         [weak = weak_from_this(), state, to, handler = std::move(handler), fallback](error_code migrated) mutable {
             auto self = weak.lock(); // weakly, as in place()
             if (!self) return;
-            {
-                std::lock_guard relock(self->mutex_);
-                state->moving = false;
-                if (!migrated) {
-                    if (self->connections_.contains(state->key)) {
-                        --self->shards_[state->shard].connections;
-                        ++self->shards_[to].connections;
+            if (migrated) {
+                {
+                    std::lock_guard relock(self->mutex_);
+                    state->moving = false;
+                }
+                dispatch_to_handler(std::move(handler), fallback, migrated);
+                return;
+            }
+            auto& home = self->shards_[to].context;
+            state->home->store(&home);
+            on_strand_at(state->strand, home, [weak, state, to, handler = std::move(handler), fallback]() mutable {
+                auto pool = weak.lock();
+                if (!pool) return;
+                {
+                    std::lock_guard relock(pool->mutex_);
+                    state->moving = false;
+                    if (pool->connections_.contains(state->key)) {
+                        --pool->shards_[state->shard].connections;
+                        ++pool->shards_[to].connections;
                     }
                     state->shard = to;
-                    state->home->store(&self->shards_[to].context);
                 }
-            }
-            dispatch_to_handler(std::move(handler), fallback, migrated);
+                dispatch_to_handler(std::move(handler), fallback, error_code());
+            });
         });
 }
 

@@ -7,6 +7,7 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -331,4 +332,139 @@ BOOST_AUTO_TEST_CASE(disconnecting_a_connecting_id_never_blocks_the_caller) {
     BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 30s), "never destroyed");
     BOOST_TEST(run_until(
         f.ctx, [&] { return disconnected.has_value() && connected.has_value(); }, 30s));
+}
+
+// Finding 8: an operation waits on an id that then moves to another context: the work it
+// keeps goes along, so the old context's run() returns once its own I/O is gone (a worker
+// context retired after its connections moved away), and the handler runs on the new one.
+BOOST_AUTO_TEST_CASE(a_moved_id_takes_its_work_along) {
+    asio::io_context old_ctx, new_ctx;
+    std::optional<event_channel> old_channel(std::in_place, old_ctx);
+    event_channel new_channel(new_ctx);
+    cm_id id(*old_channel);
+    std::optional<error_code> waited;
+    bool on_new = false;
+    id.async_next_event([&](error_code ec, cm_event) {
+        waited = ec;
+        on_new = new_ctx.get_executor().running_in_this_thread();
+    });
+    std::optional<error_code> moved;
+    id.async_migrate(new_channel, [&](error_code ec) { moved = ec; });
+    BOOST_REQUIRE(run_both(old_ctx, new_ctx, [&] { return moved.has_value(); }));
+    BOOST_REQUIRE_MESSAGE(!*moved, moved->message());
+    old_channel.reset(); // the old context's last I/O object
+    auto retired = std::async(std::launch::async, [&] { old_ctx.run(); });
+    bool returned = retired.wait_for(5s) == std::future_status::ready;
+    BOOST_TEST(returned, "the old context's run() waits for an operation of an id that left it");
+    old_ctx.stop();
+    retired.get();
+    id.cancel();
+    BOOST_TEST(run_until(
+        new_ctx, [&] { return waited.has_value(); }, 10s));
+    BOOST_TEST(on_new, "the handler ran elsewhere than on the id's new context");
+}
+
+// Finding 10: an io_context destroyed with a coroutine suspended on its listener's accept:
+// the frame holds the listener, whose waiting handler holds the frame. The context's
+// shutdown lets go of the handler, so the frame and the listener go, and the port is free.
+BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_accept) {
+    unsigned short port = 0;
+    std::weak_ptr<listener> gone;
+    {
+        asio::io_context ctx;
+        event_channel channel(ctx);
+        auto l = std::make_shared<listener>(channel);
+        l->bind(device_endpoint());
+        l->listen();
+        port = l->local_endpoint().port();
+        gone = l;
+        asio::co_spawn(
+            ctx, [l = std::move(l)]() -> asio::awaitable<void> { co_await l->async_accept(asio::use_awaitable); },
+            asio::detached);
+        run_until(
+            ctx, [] { return false; }, 100ms); // suspended in async_accept
+    }
+    BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its listener) outlived the context");
+    // Its id is destroyed off this thread: the port is free soon after.
+    asio::io_context again_ctx;
+    event_channel again_channel(again_ctx);
+    error_code bound = asio::error::address_in_use;
+    for (auto deadline = std::chrono::steady_clock::now() + 5s; bound && std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(20ms)) {
+        listener again(again_channel);
+        again.bind(device_endpoint(port), bound);
+    }
+    BOOST_TEST(!bound, "port " << port << " still bound: " << bound.message());
+}
+
+// Finding 15: a connection's strand had a step queued on its old shard when the move's
+// last hop ran on the new one. The move ends only after that step, and the step sees the
+// shard it runs on (before: the move ended first, the step ran on shard 0 with shard() 1).
+BOOST_AUTO_TEST_CASE(a_move_ends_after_the_steps_queued_on_its_old_shard) {
+    shard_pool pool(2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 0; });
+    asio::io_context accept_ctx, client_ctx;
+    event_channel accept_channel(accept_ctx), client_channel(client_ctx);
+    listener l(accept_channel);
+    l.bind(device_endpoint());
+    l.listen();
+    cm_id client(client_channel);
+    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
+    std::optional<connection_request> request;
+    l.async_accept([&](error_code ec, connection_request r) {
+        if (!ec) request.emplace(std::move(r));
+    });
+    BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
+    std::promise<connection> placed;
+    pool.async_place(std::move(*request), [&](error_code ec, connection c) {
+        if (ec)
+            placed.set_exception(std::make_exception_ptr(boost::system::system_error(ec)));
+        else
+            placed.set_value(std::move(c));
+    });
+    auto placing = placed.get_future(); // the move goes by way of the listener's context
+    BOOST_REQUIRE(run_until(
+        accept_ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
+    connection c = placing.get(); // (an unanswered request: the client waits)
+    BOOST_REQUIRE_EQUAL(c.shard(), 0u);
+
+    faults::gate held("rdma_migrate_id", c.id().native_handle());
+    std::atomic<bool> move_returned{false}, move_done{false};
+    std::optional<error_code> moved;
+    std::thread mover([&] {
+        pool.async_move(c, 1, [&](error_code ec) {
+            moved = ec;
+            move_done = true;
+        });
+        move_returned = true;
+    });
+    BOOST_REQUIRE(held.wait_entered()); // made here, on `mover` (shard 0's reader is idle)
+    std::size_t step_shard = 99, step_ran_on = 99;
+    std::atomic<bool> step_done{false};
+    auto wait_for = [](const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
+        for (auto deadline = std::chrono::steady_clock::now() + limit;
+             !flag && std::chrono::steady_clock::now() < deadline;)
+            std::this_thread::sleep_for(1ms);
+    };
+    asio::post(pool.get_executor(0), [&] {
+        held.release();
+        wait_for(move_returned, 5s); // the move's next hop is queued here now
+        // Then shard 0 is busy until the move has ended (at most 1 s), and the step waits
+        // behind, on the strand's invoker queued here.
+        asio::post(pool.get_executor(0), [&] { wait_for(move_done, 1000ms); });
+        asio::post(c.get_executor(), [&] {
+            step_shard = c.shard();
+            step_ran_on = pool.running_shard().value_or(99);
+            step_done = true;
+        });
+    });
+    wait_for(move_done, 20s);
+    wait_for(step_done, 5s);
+    mover.join();
+    BOOST_REQUIRE(move_done && step_done);
+    BOOST_REQUIRE_MESSAGE(!*moved, moved->message());
+    BOOST_TEST(step_ran_on == 0u);
+    BOOST_TEST(step_shard == step_ran_on, "a step ran on shard " << step_ran_on << " while shard() said " << step_shard
+                                                                 << " (the move had ended)");
+    BOOST_TEST(c.shard() == 1u);
+    client.close();
 }

@@ -112,7 +112,7 @@ private:
                                 mr.lkey(),
                                 remote.address,
                                 remote.rkey};
-        return detail::async_start<void(error_code, std::size_t)>(
+        return detail::async_start<void(error_code, std::size_t), detail::work_of_followers::by_object>(
             get_executor(), std::forward<Token>(token), [ex = get_executor(), impl = impl_, wr, refusal](auto handler) {
                 if (impl && !refusal)
                     impl->post(wr, std::move(handler));

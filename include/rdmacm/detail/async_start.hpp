@@ -1,7 +1,7 @@
 #pragma once
 // The one template every asynchronous operation goes through: async_initiate with the
-// universal completion-token model, outstanding work tracked on the handler's executor
-// until it has run, and the handler type-erased for the compiled core, keeping its
+// universal completion-token model, outstanding work tracked until the handler has run (see
+// work_of_followers), and the handler type-erased for the compiled core, keeping its
 // associated executor, allocator and cancellation slot.
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -10,6 +10,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 
+#include <type_traits>
 #include <utility>
 
 namespace rdmacm::detail {
@@ -27,15 +28,32 @@ struct tracked_handler {
     }
 };
 
-template <typename Signature, typename Token, typename Start>
+// Whether a handler has an executor of its own (else it runs on its I/O object's).
+struct no_executor {};
+template <typename Handler>
+inline constexpr bool has_own_executor =
+    !std::is_same_v<boost::asio::associated_executor_t<Handler, no_executor>, no_executor>;
+
+// Who keeps the context running while an operation waits, for a handler that runs on its I/O
+// object's executor: async_start, on the executor the object has now (`at_start`: one that
+// never changes), or the object itself (`by_object`: an id or a queue pair, which keeps work
+// on whichever executor it has while it has a waiting operation, and takes it along when it
+// moves — bound_executor). A handler with an executor of its own has its work tracked there.
+enum class work_of_followers { at_start, by_object };
+
+template <typename Signature, work_of_followers Followers = work_of_followers::at_start, typename Token, typename Start>
 auto async_start(const boost::asio::any_io_executor& io_ex, Token&& token, Start&& start) {
     return boost::asio::async_initiate<Token, Signature>(
         [](auto handler, const boost::asio::any_io_executor& ex, auto start_op) {
             using handler_type = decltype(handler);
-            auto hex = boost::asio::get_associated_executor(handler, ex);
-            using tracked = tracked_handler<handler_type, decltype(hex)>;
-            start_op(boost::asio::any_completion_handler<Signature>(
-                tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
+            if constexpr (Followers == work_of_followers::by_object && !has_own_executor<handler_type>) {
+                start_op(boost::asio::any_completion_handler<Signature>(std::move(handler)));
+            } else {
+                auto hex = boost::asio::get_associated_executor(handler, ex);
+                using tracked = tracked_handler<handler_type, decltype(hex)>;
+                start_op(boost::asio::any_completion_handler<Signature>(
+                    tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
+            }
         },
         token, io_ex, std::forward<Start>(start));
 }

@@ -12,6 +12,18 @@
 
 namespace rdmacm::detail {
 
+// An object holding handlers whose context may shut down first (an id, a queue pair): told
+// so after the shutdown, it lets go of them, as Asio's services destroy the operations of
+// their I/O objects — a handler holding its object (a coroutine frame suspended on it) is
+// otherwise a cycle that nothing breaks.
+class context_user {
+public:
+    virtual void context_gone() noexcept = 0;
+
+protected:
+    ~context_user() = default;
+};
+
 class context_bound {
 public:
     // An execution context's state, shared with its service: whether it lives, and what is
@@ -31,26 +43,42 @@ public:
 
     // The context is shutting down: let go of the Asio parts (the state's mutex is held).
     virtual void context_shutdown() noexcept = 0;
+    // Whom to tell once the shutdown has let go of the mutex (called under it).
+    virtual std::shared_ptr<context_user> user() const noexcept { return nullptr; }
 
 protected:
     ~context_bound() = default;
 };
 
-// An executor that is let go of when its context shuts down: an id's or a queue pair's,
-// which may be freed on the destroyer thread after the user's io_context is gone.
+// The executor of an I/O object that may move (an id, a queue pair), let go of when its
+// context shuts down: the object may be freed on the destroyer thread after the user's
+// io_context is gone. As an Asio I/O object does, it keeps outstanding work on that executor
+// while an operation of the object waits (busy), so that the context's run() waits for it,
+// and a move takes the work along to the new executor. The owner serialises get, set and
+// set_busy (under a mutex of its own); a shutdown of the context may come at any time.
 class bound_executor final : public context_bound {
 public:
     explicit bound_executor(const boost::asio::any_io_executor& ex) { bind(ex); }
     ~bound_executor() { unbind(); }
 
+    // Told when the context shuts down; set before the object is shared.
+    void set_user(std::weak_ptr<context_user> u) noexcept { user_ = std::move(u); }
+
     // A copy; empty once the context has shut down (nothing runs there any more).
     boost::asio::any_io_executor get() const noexcept;
+    // Moves to `ex`, and the work with it.
     void set(const boost::asio::any_io_executor& ex) {
         unbind();
         bind(ex);
     }
+    // Whether an operation of the object waits: work is kept on the executor while it does.
+    void set_busy(bool busy) noexcept;
 
-    void context_shutdown() noexcept override { executor_ = {}; }
+    void context_shutdown() noexcept override {
+        executor_ = {};
+        work_ = {};
+    }
+    std::shared_ptr<context_user> user() const noexcept override { return user_.lock(); }
 
 private:
     void bind(const boost::asio::any_io_executor& ex);
@@ -58,6 +86,9 @@ private:
 
     std::shared_ptr<state> state_;
     boost::asio::any_io_executor executor_;
+    boost::asio::any_io_executor work_; // executor_ with outstanding work tracked, while busy_
+    bool busy_ = false;
+    std::weak_ptr<context_user> user_;
 };
 
 } // namespace rdmacm::detail

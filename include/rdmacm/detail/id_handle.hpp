@@ -120,13 +120,14 @@ protected:
     // it (none for waits). A closed or moved-from handle completes with errc::not_open.
     template <typename Signature, typename Token>
     auto start(op_kind kind, Token&& token, op_call call) {
-        return async_start<Signature>(get_executor(), std::forward<Token>(token),
-                                      [ex = executor_, impl = impl_, kind, call = std::move(call)](auto handler) {
-                                          if (impl)
-                                              impl->start(kind, std::move(handler), call);
-                                          else
-                                              id_impl::refuse(ex, std::move(handler), errc::not_open);
-                                      });
+        return async_start<Signature, work_of_followers::by_object>(
+            get_executor(), std::forward<Token>(token),
+            [ex = executor_, impl = impl_, kind, call = std::move(call)](auto handler) {
+                if (impl)
+                    impl->start(kind, std::move(handler), call);
+                else
+                    id_impl::refuse(ex, std::move(handler), errc::not_open);
+            });
     }
 
     executor_type executor_;

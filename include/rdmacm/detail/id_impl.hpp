@@ -39,7 +39,7 @@ struct connection_request;
 
 namespace rdmacm::detail {
 
-class id_impl : public std::enable_shared_from_this<id_impl> {
+class id_impl : public std::enable_shared_from_this<id_impl>, public context_user {
 public:
     using executor_type = boost::asio::any_io_executor;
     using void_handler = boost::asio::any_completion_handler<void(error_code)>;
@@ -143,11 +143,17 @@ public:
     // `channel`: the reader's own (the listener's channel_ may be being let go of).
     void on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev);
 
+    // The id's context shut down: its waiting handlers go, never called (context_user).
+    void context_gone() noexcept override;
+
     // Marks a new id as an unanswered connection request: close() rejects it.
     void set_pending_request(bool pending) noexcept { pending_request_ = pending; }
 
 private:
     id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id);
+    // The constructor's, shared: told when its context shuts down.
+    static std::shared_ptr<id_impl> make(std::shared_ptr<channel_impl> channel, const executor_type& ex,
+                                         rdma_cm_id* id);
     struct canceller;
     struct completion {
         any_handler handler;
@@ -196,8 +202,11 @@ private:
 
     // Completes `handler` (the migrate handler) at the end.
     void finish_migration(error_code ec, void_handler& handler);
-    void complete(completion c, how mode = how::post) { complete(get_executor(), std::move(c), mode); }
+    // Completes a handler taken from the id: its work is let go of after it is handed over.
+    void complete(completion c, how mode = how::post);
     static void complete(const executor_type& ex, completion c, how mode);
+    // Lock held: keeps work on the id's executor while a handler waits in it.
+    void update_busy() noexcept;
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
 
     std::shared_ptr<channel_impl> channel_;
@@ -240,6 +249,7 @@ private:
     std::condition_variable call_done_; // in_migrate_call_ ended
     int wake_fd_ = -1;                  // synchronous mode: close() ends a blocking next_event
     bool listening_ = false;
+    bool busy_ = false;                // what executor_ was last told (update_busy)
     std::size_t backlog_ = 1024;       // listening: requests kept for an accept, at most
     bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null
     bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()

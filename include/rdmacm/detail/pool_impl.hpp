@@ -36,6 +36,7 @@ struct serve_loop;
 struct pooled_state {
     std::uint64_t key = 0;
     std::shared_ptr<std::atomic<boost::asio::io_context*>> home; // where its strand runs
+    boost::asio::any_io_executor strand;                         // the connection's executor
     std::weak_ptr<id_impl> id;
     std::weak_ptr<pool_impl> pool;
     std::atomic<std::size_t> shard{0};

@@ -93,6 +93,10 @@ private:
     void begin_verbs_call() noexcept; // under mutex_, after checking closed_
     void end_verbs_call() noexcept;
     void hand_over(std::vector<completion>& done, const executor_type& ex);
+    // After handlers taken from the queue pair were handed over (a post makes work of its
+    // own): no work kept on the executor once none waits (bound_executor).
+    void settle() noexcept;
+    void update_busy() noexcept; // under mutex_
 
     std::shared_ptr<cq_resources> resources_;
     ibv_qp* qp_ = nullptr; // owned by the id: destroyed with it
@@ -103,6 +107,7 @@ private:
     std::uint64_t next_wr_id_ = 1;
     bool closed_ = false;
     bool moving_ = false;
+    bool busy_ = false;               // what executor_ was last told
     bool broken_ = false;             // in error (a work request failed, or the connection is gone)
     bool flush_rest_ = false;         // the connection is gone, the device had its time to flush
     std::vector<completion> held_;    // while moving, and until the current reader hands them over
