@@ -2,10 +2,14 @@
 // The samples' echo service on one connection request's id: a queue pair with receives
 // posted, accept, send every message straight back until the peer disconnects (its receives
 // are then flushed), disconnect. Runs on the calling coroutine's executor.
+//
+// A one-byte message is a nudge (see echo_peer::round_trip): dropped, never echoed.
 #include "receive_queue.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -13,11 +17,15 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace sample {
 
 constexpr std::size_t echo_depth = 64, echo_message_size = 4096;
+constexpr std::size_t nudge_length = 1; // messages are at least 8 bytes
 
 // Returns how many messages were echoed; `on_established` is called once connected,
 // `on_message` for each message received, before it is sent back. (Counting what came in,
@@ -35,12 +43,21 @@ boost::asio::awaitable<std::size_t> echo(
     for (;;) {
         auto [ec, length, slot] = co_await received.async_next(asio::as_tuple(asio::use_awaitable));
         if (ec) break; // flushed: the peer has gone
+        if (length == nudge_length) {
+            received.post(slot);
+            continue;
+        }
         on_message();
-        co_await qp.async_send(received.region(), received.slot(slot).first(length), asio::use_awaitable);
+        auto [send_failed, bytes] = co_await qp.async_send(received.region(), received.slot(slot).first(length),
+                                                           asio::as_tuple(asio::use_awaitable));
+        if (send_failed) break; // the connection broke, or its owner closed it
         received.post(slot);
         ++echoed;
     }
-    co_await conn.async_disconnect(asio::use_awaitable);
+    // Closed by its owner meanwhile (a pool that stops): nothing is left to disconnect.
+    auto [disconnected] = co_await conn.async_disconnect(asio::as_tuple(asio::use_awaitable));
+    if (disconnected && disconnected != rdmacm::errc::not_open)
+        throw boost::system::system_error(disconnected, "disconnect");
     co_return echoed;
 }
 
@@ -63,12 +80,36 @@ public:
     rdmacm::cm_id& id() { return id_; }
 
     // Sends message `n`, waits for its echo; throws if it differs or the connection broke.
+    //
+    // siw's first-message race (Linux 6.1 siw_cm.c: the server's siw sends its MPA reply
+    // before it hands the socket to the queue pair): a first message arriving in between
+    // stays unread in the server's TCP receive queue until more data comes. So until the
+    // first echo has come, a client that waited a second for it sends a nudge — one byte,
+    // which the server drops — and siw reads what was stuck. Never needed on rxe.
     boost::asio::awaitable<void> round_trip(std::uint64_t n) {
         namespace asio = boost::asio;
+        using namespace boost::asio::experimental::awaitable_operators;
         std::memcpy(out_.data(), &n, sizeof n);
         for (std::size_t b = sizeof n; b < out_.size(); ++b) out_[b] = std::byte(static_cast<unsigned char>(n + b));
         co_await qp_.async_send(out_mr_, out_, asio::use_awaitable);
-        auto [ec, length, slot] = co_await echoes_.async_next(asio::as_tuple(asio::use_awaitable));
+        std::tuple<rdmacm::error_code, std::size_t, std::size_t> echo;
+        for (asio::steady_timer timer(co_await asio::this_coro::executor);;) {
+            if (echoed_) {
+                echo = co_await echoes_.async_next(asio::as_tuple(asio::use_awaitable));
+                break;
+            }
+            timer.expires_after(std::chrono::seconds(1));
+            auto first = co_await (echoes_.async_next(asio::as_tuple(asio::use_awaitable)) ||
+                                   timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+            if (first.index() == 0) {
+                echo = std::get<0>(first);
+                echoed_ = true;
+                break;
+            }
+            if (++nudges_ > max_nudges) throw std::runtime_error("no echo of the first message, nudged in vain");
+            co_await qp_.async_send(out_mr_, std::span(out_).first(nudge_length), asio::use_awaitable);
+        }
+        auto [ec, length, slot] = echo;
         if (ec) throw boost::system::system_error(ec, "receive");
         if (length != out_.size() || std::memcmp(echoes_.slot(slot).data(), out_.data(), out_.size()) != 0)
             throw std::runtime_error("echo of message " + std::to_string(n) + " differs from what was sent");
@@ -76,6 +117,9 @@ public:
     }
 
     boost::asio::awaitable<void> disconnect() { co_await id_.async_disconnect(boost::asio::use_awaitable); }
+
+    // Nudges sent so far (round_trip): siw's race struck.
+    int nudges() const noexcept { return nudges_; }
 
 private:
     echo_peer(rdmacm::cm_id id, std::size_t size, const boost::asio::any_io_executor& ex)
@@ -87,6 +131,10 @@ private:
     receive_queue echoes_;
     std::vector<std::byte> out_;
     rdmacm::memory_region out_mr_;
+    bool echoed_ = false;
+    int nudges_ = 0;
+    // The server keeps echo_depth receives posted: the message and the nudges must fit.
+    static constexpr int max_nudges = 30;
 };
 
 } // namespace sample

@@ -34,6 +34,9 @@ awaitable<void> run(rdmacm::endpoint server, int count, std::size_t size) {
     std::sort(rtt_us.begin(), rtt_us.end());
     std::cout << "client: " << count << " echoes of " << size << " bytes, all correct; round trip p50 "
               << rtt_us[rtt_us.size() / 2] << " us, p99 " << rtt_us[rtt_us.size() * 99 / 100] << " us" << std::endl;
+    if (peer->nudges() != 0)
+        std::cout << "client: the first message was nudged " << peer->nudges()
+                  << " time(s): siw's first-message race (see echo.hpp)" << std::endl;
     co_await peer->disconnect();
     std::cout << "client: disconnected" << std::endl;
 }

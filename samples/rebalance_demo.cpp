@@ -49,6 +49,13 @@ struct tally {
 
     tally(std::size_t shards, std::size_t connections) : echoed_by_shard(shards), round_trips(connections) {}
     std::uint64_t min_round_trips() const { return *std::min_element(round_trips.begin(), round_trips.end()); }
+    // What a stall shows: each connection's round trips so far, each shard's echoes.
+    std::string describe(const rdmacm::shard_pool& pool) const {
+        return "round trips per connection: " + per_shard(round_trips) +
+               "; connections per shard: " + per_shard(values(pool.connection_counts())) +
+               "; echoed per shard: " + per_shard(echoed()) + "; " + std::to_string(connected) + " connected, " +
+               std::to_string(finished) + " finished";
+    }
     std::vector<std::uint64_t> echoed() const {
         std::vector<std::uint64_t> v;
         for (const auto& e : echoed_by_shard) v.push_back(e.load());
@@ -64,20 +71,23 @@ awaitable<void> client(rdmacm::event_channel& channel, rdmacm::endpoint server, 
     ++t.finished;
 }
 
-// Polls `ready` every few milliseconds, for at most a minute.
+// Polls `ready` every few milliseconds, for at most a minute; a stall says where each
+// connection is.
 template <typename Ready>
-awaitable<void> wait_until(Ready ready) {
+awaitable<void> wait_until(const rdmacm::shard_pool& pool, const tally& t, const char* what, Ready ready) {
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (auto deadline = std::chrono::steady_clock::now() + 60s; !ready();) {
-        if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("timed out");
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error(std::string("timed out waiting for ") + what + ": " + t.describe(pool));
         timer.expires_after(5ms);
         co_await timer.async_wait(use_awaitable);
     }
 }
 
 awaitable<int> conduct(rdmacm::shard_pool& pool, tally& t) {
-    co_await wait_until(
-        [&] { return t.connected == t.round_trips.size() && t.min_round_trips() >= messages_per_phase; });
+    co_await wait_until(pool, t, "every connection's first messages", [&] {
+        return t.connected == t.round_trips.size() && t.min_round_trips() >= messages_per_phase;
+    });
     std::cout << "connections per shard before: " << per_shard(values(pool.connection_counts())) << std::endl;
     auto echoed_before = t.echoed();
     std::cout << "messages echoed per shard so far: " << per_shard(echoed_before) << std::endl;
@@ -93,11 +103,11 @@ awaitable<int> conduct(rdmacm::shard_pool& pool, tally& t) {
 
     auto goal = t.min_round_trips() + messages_per_phase;
     auto echoed_at_move = t.echoed();
-    co_await wait_until([&] { return t.min_round_trips() >= goal; });
+    co_await wait_until(pool, t, "the messages after the move", [&] { return t.min_round_trips() >= goal; });
     t.stop_sending = true;
-    co_await wait_until([&] { return t.finished == t.round_trips.size(); });
+    co_await wait_until(pool, t, "the clients to disconnect", [&] { return t.finished == t.round_trips.size(); });
     // The server's coroutines end when their peer has gone (their receives flushed).
-    co_await wait_until([&] {
+    co_await wait_until(pool, t, "the server's connections to end", [&] {
         auto counts = pool.connection_counts();
         return std::accumulate(counts.begin(), counts.end(), std::size_t{0}) == 0;
     });
@@ -150,8 +160,11 @@ int main(int argc, char** argv) {
             asio::detached);
         for (int i = 0; i < connections; ++i)
             asio::co_spawn(ctx, client(*channel, l.local_endpoint(), t, static_cast<std::size_t>(i)),
-                           [](const std::exception_ptr& e) {
-                               if (e) std::rethrow_exception(e);
+                           [&, i](const std::exception_ptr& e) {
+                               if (!e) return;
+                               std::cerr << "rebalance_demo: client " << i << " failed; " << t.describe(pool)
+                                         << std::endl;
+                               std::rethrow_exception(e);
                            });
         int status = 1;
         asio::co_spawn(ctx, conduct(pool, t), [&](const std::exception_ptr& e, int s) {

@@ -89,33 +89,18 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
     };
     std::map<std::uint64_t, where> steps;
     std::uint64_t next_session = 0;
-    // siw's race (README, "not ours": a client's first message, arriving while the server's
-    // siw is still handing the socket to the queue pair, stays unread until more data comes)
-    // leaves a session waiting for its first echo, the server having received nothing. Such
-    // a session is ended after 5 s (the close may still bring its message to the server) and
-    // counted apart; anything else stuck still fails.
-    std::uint64_t siw_races = 0;
+    // siw's first-message race (README) is met by the echo client's nudge (echo_peer), no
+    // session is exempt: every one must end with all its messages echoed. Nudged sessions
+    // are counted: none on rxe (the race is siw's; a nudge there would hide a fault of ours,
+    // e.g. a completion queue not re-armed), few on siw.
+    std::uint64_t nudged = 0;
     auto session = [&](std::uint64_t me) -> awaitable<void> {
         std::shared_ptr<sample::echo_peer> peer = co_await sample::echo_peer::connect(*channel, server, 64);
-        const auto port = peer->id().local_endpoint().port();
-        steps[me].port = port;
-        auto raced = std::make_shared<bool>(false);
-        asio::steady_timer first_echo(ctx, 5s); // (its handler may run after the session ended)
-        first_echo.async_wait([&counted, peer, port, raced](error_code ec) {
-            if (ec || !is_siw() || counted.received_from(port) != 0) return;
-            *raced = true;
-            peer->id().close(); // the round trip fails
-        });
+        steps[me].port = peer->id().local_endpoint().port();
         for (int i = 1; i <= messages_per_session; ++i) {
             steps[me].step = i;
-            try {
-                co_await peer->round_trip(static_cast<std::uint64_t>(i));
-            } catch (const std::exception&) {
-                if (!*raced) throw;
-                ++siw_races;
-                co_return;
-            }
-            first_echo.cancel();
+            co_await peer->round_trip(static_cast<std::uint64_t>(i));
+            if (i == 1 && peer->nudges() != 0) ++nudged;
             ++sent;
         }
         steps[me].step = messages_per_session + 1;
@@ -224,17 +209,15 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
 #ifndef __SANITIZE_ADDRESS__
               << ", heap in use " << heap_warm << " -> " << heap_end << " KiB (" << heap_end - heap_warm << ")"
 #endif
-              << "; " << siw_races << " session(s) ended by siw's first-message race" << std::endl;
+              << "; " << nudged << " session(s) nudged past siw's first-message race" << std::endl;
     BOOST_TEST(failed == 0u, first_failure);
     BOOST_TEST(move_failures == 0u, first_move_failure);
     BOOST_TEST(moves_not_landed == 0u, "moves that completed with the connection elsewhere");
     BOOST_TEST(sessions >= least.connections);
     BOOST_TEST(sent >= least.messages);
     BOOST_TEST(moves >= least.moves);
-    // Exactly once each; a raced session's first message may still reach the server as the
-    // client closes (more data wakes siw's reader).
-    BOOST_TEST(received >= sent);
-    BOOST_TEST(received <= sent + siw_races);
+    BOOST_TEST(received == sent); // exactly once each
+    BOOST_TEST(nudged <= (is_siw() ? 1 + sessions / 200 : 0), nudged << " of " << sessions << " sessions nudged");
     BOOST_TEST(placed == sessions);
     auto counts = pool.connection_counts();
     BOOST_TEST(std::accumulate(counts.begin(), counts.end(), std::size_t{0}) == 0u);
