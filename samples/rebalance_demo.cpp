@@ -45,6 +45,7 @@ struct tally {
     std::vector<std::atomic<std::uint64_t>> echoed_by_shard; // by the server, per shard thread
     std::vector<std::uint64_t> round_trips;                  // by the clients, per connection
     std::size_t connected = 0, finished = 0;
+    std::atomic<std::size_t> accepted{0}; // by the server
     bool stop_sending = false;
 
     tally(std::size_t shards, std::size_t connections) : echoed_by_shard(shards), round_trips(connections) {}
@@ -53,7 +54,8 @@ struct tally {
     std::string describe(const rdmacm::shard_pool& pool) const {
         return "round trips per connection: " + per_shard(round_trips) +
                "; connections per shard: " + per_shard(values(pool.connection_counts())) +
-               "; echoed per shard: " + per_shard(echoed()) + "; " + std::to_string(connected) + " connected, " +
+               "; echoed per shard: " + per_shard(echoed()) + "; " + std::to_string(connected) +
+               " clients connected, " + std::to_string(accepted.load()) + " accepted by the server, " +
                std::to_string(finished) + " finished";
     }
     std::vector<std::uint64_t> echoed() const {
@@ -155,7 +157,7 @@ int main(int argc, char** argv) {
             l,
             [&](rdmacm::connection c) -> awaitable<void> {
                 co_await sample::echo(
-                    c.id(), [] {}, [&] { ++t.echoed_by_shard[pool.running_shard().value()]; });
+                    c.id(), [&] { ++t.accepted; }, [&] { ++t.echoed_by_shard[pool.running_shard().value()]; });
             },
             asio::detached);
         for (int i = 0; i < connections; ++i)
