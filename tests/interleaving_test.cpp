@@ -253,6 +253,12 @@ BOOST_AUTO_TEST_CASE(the_backlog_bounds_unaccepted_requests) {
         timeout.cancel();
     }
     BOOST_TEST(kept.size() == 2u);
+    // The two kept clients' connects end with the test (their handlers write to `results`).
+    kept.clear();
+    for (auto& c : clients) c->close();
+    BOOST_TEST(run_until(
+        f.ctx, [&] { return std::all_of(results.begin(), results.end(), [](auto& r) { return r.has_value(); }); },
+        30s));
 }
 
 // Finding 2a: the shipped sharded-server pattern. A request is placed inline in the
@@ -467,4 +473,56 @@ BOOST_AUTO_TEST_CASE(a_move_ends_after_the_steps_queued_on_its_old_shard) {
                                                                  << " (the move had ended)");
     BOOST_TEST(c.shard() == 1u);
     client.close();
+}
+
+// The path migrate_test can only print: an event read on the old channel while its id moves
+// is held, then delivered on the new executor, once. Forced: a call in flight on the id
+// (its disconnect, held at the gate) holds the move back while the old reader reads.
+BOOST_AUTO_TEST_CASE(an_event_read_while_moving_is_delivered_once_on_the_new_executor) {
+    context_threads t(2); // 0: the server, 1: B; A is run here, by hand
+    asio::io_context ctx_a;
+    {
+        event_channel server_channel(t[0]), a(ctx_a), b(t[1]);
+        auto l = make_listener(server_channel);
+        std::optional<cm_id> server;
+        cm_id client(a);
+        connect_and_queue_peer_disconnect(ctx_a, a, client, l, t[0], server);
+        const auto read_on_a = a.events_read(), read_on_b = b.events_read();
+        faults::gate held("rdma_disconnect", client.native_handle());
+        std::promise<std::pair<std::thread::id, error_code>> disconnected;
+        std::thread caller([&] {
+            client.async_disconnect([&](error_code ec) { disconnected.set_value({std::this_thread::get_id(), ec}); });
+        });
+        BOOST_REQUIRE(held.wait_entered());
+        std::atomic<bool> migrated = false;
+        client.async_migrate(b, [&](error_code ec) {
+            RDMACM_TEST_MT(!ec, ec.message());
+            migrated = true;
+        });
+        // The move waits for the call; A's reader reads the peer's DISCONNECTED meanwhile.
+        BOOST_REQUIRE(run_until(
+            ctx_a, [&] { return a.events_read() == read_on_a + 1; }, 10s));
+        held.release();
+        caller.join();
+        BOOST_REQUIRE(run_until(
+            ctx_a, [&] { return migrated.load(); }, 10s));
+        auto done = disconnected.get_future();
+        BOOST_REQUIRE(done.wait_for(10s) == std::future_status::ready);
+        auto [thread, ec] = done.get();
+        BOOST_TEST(!ec, ec.message()); // the held DISCONNECTED completed it, on B
+        BOOST_TEST((thread == t.thread(1)));
+        BOOST_TEST(a.events_read() == read_on_a + 1);
+        BOOST_TEST(b.events_read() == read_on_b);
+        // And nothing more: a second delivery would be waiting for next_event.
+        asio::cancellation_signal cancel;
+        std::promise<error_code> next;
+        client.async_next_event(
+            asio::bind_cancellation_slot(cancel.slot(), [&](error_code e, cm_event) { next.set_value(e); }));
+        std::this_thread::sleep_for(300ms);
+        asio::post(t[1], [&] { cancel.emit(asio::cancellation_type::terminal); });
+        auto waited = next.get_future();
+        BOOST_REQUIRE(waited.wait_for(10s) == std::future_status::ready);
+        BOOST_TEST((waited.get() == asio::error::operation_aborted));
+    }
+    t.stop();
 }

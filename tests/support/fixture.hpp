@@ -76,11 +76,19 @@ void run(asio::io_context& ctx, Awaitable co, std::chrono::steady_clock::duratio
 }
 
 // An io_context with an event channel: most tests need exactly this. Checks made on
-// other threads (RDMACM_TEST_MT) are reported when the test ends.
+// other threads (RDMACM_TEST_MT) are reported when the test ends. A test that leaves work
+// behind fails (as Boost.MySQL's fixtures do): once the test's objects and the channel are
+// gone, the context must run out of work — every operation completed, every id destroyed.
 struct channel_fixture {
     asio::io_context ctx;
     std::optional<event_channel> channel{std::in_place, ctx};
-    ~channel_fixture() { report_thread_checks(); }
+    ~channel_fixture() {
+        channel.reset();
+        ctx.restart(); // (some tests stop it)
+        ctx.run_for(10s);
+        BOOST_TEST(ctx.stopped(), "the test left work behind: its io_context still had some 10 s after it ended");
+        report_thread_checks();
+    }
 };
 
 // Connect options that create a small RC queue pair before connecting.
