@@ -57,6 +57,11 @@ boost::asio::any_io_executor bound_executor::get() const noexcept {
     return executor_;
 }
 
+void bound_executor::set_user(std::weak_ptr<context_user> u) noexcept {
+    std::lock_guard lock(state_->mutex);
+    user_ = std::move(u);
+}
+
 void bound_executor::set_busy(bool busy) noexcept {
     std::lock_guard lock(state_->mutex);
     busy_ = busy;

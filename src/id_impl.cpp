@@ -224,7 +224,7 @@ void id_impl::cancel() noexcept {
             aborted.push_back({std::exchange(handlers_[k], {}), boost::asio::error::operation_aborted, {}, {}});
         }
     }
-    for (auto& c : aborted) complete(std::move(c));
+    complete(aborted, how::post);
 }
 
 bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
@@ -380,8 +380,10 @@ void id_impl::deliver(const cm_event& ev, how mode) {
     }
     if (broken) broken->connection_lost(); // before the event's handler runs
     // The others first, posted: a handler run inline that throws cannot lose them.
-    for (auto& c : failed) complete(std::move(c), how::post);
-    if (done.handler.index() != 0) complete(std::move(done), mode);
+    settle_after settle{*this};
+    const auto ex = get_executor();
+    for (auto& c : failed) complete(ex, std::move(c), how::post);
+    if (done.handler.index() != 0) complete(ex, std::move(done), mode);
 }
 
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
@@ -417,16 +419,19 @@ void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec
 }
 
 void id_impl::complete(completion c, how mode) {
-    // After the hand-over (a post makes work of its own), even when a handler run inline
-    // throws: no gap in which the context may run out of work, none kept for nothing.
-    struct settle {
-        id_impl& self;
-        ~settle() {
-            std::lock_guard lock(self.mutex_);
-            self.update_busy();
-        }
-    } after{*this};
+    settle_after settle{*this};
     complete(get_executor(), std::move(c), mode);
+}
+
+void id_impl::complete(std::vector<completion>& batch, how mode) {
+    settle_after settle{*this}; // once every one of them is handed over
+    const auto ex = get_executor();
+    for (auto& c : batch) complete(ex, std::move(c), mode);
+}
+
+id_impl::settle_after::~settle_after() {
+    std::lock_guard lock(self.mutex_);
+    self.update_busy();
 }
 
 void id_impl::update_busy() noexcept {
@@ -441,6 +446,7 @@ void id_impl::context_gone() noexcept {
     std::vector<any_handler> gone;
     {
         std::lock_guard lock(mutex_);
+        if (executor_.get()) return; // it moved to a live context meanwhile: they run there
         for (auto& h : handlers_)
             if (h.index() != 0) gone.push_back(std::exchange(h, {}));
         for (auto& d : deferred_) gone.push_back(std::move(d.handler));

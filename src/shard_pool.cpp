@@ -200,7 +200,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
                     {
                         std::lock_guard relock(self->mutex_);
                         state->moving = false;
-                        state->strand = strand;
+                        state->strand.emplace(strand);
                     }
                     connection c(std::move(request.id), request.event, state, std::move(strand));
                     dispatch_to_handler(std::move(handler), ex, migrated, std::move(c));
@@ -211,14 +211,17 @@ void pool_impl::place(connection_request request, place_handler handler) {
 // queued on it before — an invoker posted to the old shard before the home changed runs
 // them there, and so a move ends only after them (F15). One hop more at most: the strand's
 // next invoker goes to the new home.
+// Work is kept on `home` meanwhile (the strand's invoker may be queued on another shard):
+// a draining stop cannot let the new shard run out of work first.
 template <typename F>
 void on_strand_at(const pool_impl::executor_type& strand, boost::asio::io_context& home, F then) {
-    boost::asio::post(strand, [strand, &home, then = std::move(then)]() mutable {
-        if (home.get_executor().running_in_this_thread())
-            then();
-        else
-            on_strand_at(strand, home, std::move(then));
-    });
+    boost::asio::post(strand,
+                      [strand, &home, work = boost::asio::make_work_guard(home), then = std::move(then)]() mutable {
+                          if (home.get_executor().running_in_this_thread())
+                              then();
+                          else
+                              on_strand_at(strand, home, std::move(then));
+                      });
 }
 
 // One listener served: accept, place, spawn; again until accepting fails.
@@ -305,8 +308,13 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                 return;
             }
             auto& home = self->shards_[to].context;
+            executor_type strand;
+            {
+                std::lock_guard relock(self->mutex_);
+                strand = state->strand ? state->strand->get() : executor_type();
+            }
             state->home->store(&home);
-            on_strand_at(state->strand, home, [weak, state, to, handler = std::move(handler), fallback]() mutable {
+            auto moved = [weak, state, to, handler = std::move(handler), fallback]() mutable {
                 auto pool = weak.lock();
                 if (!pool) return;
                 {
@@ -318,8 +326,13 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                     }
                     state->shard = to;
                 }
-                dispatch_to_handler(std::move(handler), fallback, error_code());
-            });
+                // Not inside the connection's strand: the user's handler holds up nothing.
+                post_to_handler_executor(std::move(handler), fallback, error_code());
+            };
+            if (strand)
+                on_strand_at(strand, home, std::move(moved));
+            else
+                moved(); // its shard has shut down: nothing runs on the strand any more
         });
 }
 

@@ -384,11 +384,17 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_accept) {
         l->listen();
         port = l->local_endpoint().port();
         gone = l;
+        bool accepting = false;
         asio::co_spawn(
-            ctx, [l = std::move(l)]() -> asio::awaitable<void> { co_await l->async_accept(asio::use_awaitable); },
+            ctx,
+            [l = std::move(l), &accepting]() -> asio::awaitable<void> {
+                accepting = true;
+                co_await l->async_accept(asio::use_awaitable);
+            },
             asio::detached);
         run_until(
-            ctx, [] { return false; }, 100ms); // suspended in async_accept
+            ctx, [] { return false; }, 100ms);
+        BOOST_REQUIRE(accepting); // and so suspended in async_accept
     }
     BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its listener) outlived the context");
     // Its id is destroyed off this thread: the port is free soon after.

@@ -119,9 +119,24 @@ struct echo_clients {
     }
 };
 
-// Accepts on `l` for `pool`; the serve operation's result lands in `served`.
-void serve(shard_pool& pool, listener& l, echo_service& service, std::optional<error_code>& served) {
+// Accepts on `l` for `pool`; the serve operation's result lands in `served`. The listener
+// is closed and that result awaited when the returned object goes (before `served` and the
+// listener, declared before it): the handler never outlives what it writes to.
+struct serving {
+    asio::io_context& ctx;
+    listener& l;
+    std::optional<error_code>& served;
+    ~serving() {
+        l.close();
+        BOOST_TEST(run_until(
+                       ctx, [&] { return served.has_value(); }, 30s),
+                   "serving never ended");
+    }
+};
+[[nodiscard]] serving serve(asio::io_context& ctx, shard_pool& pool, listener& l, echo_service& service,
+                            std::optional<error_code>& served) {
     pool.async_serve(l, service.handler(pool), [&](error_code ec) { served = ec; });
+    return {ctx, l, served};
 }
 
 } // namespace
@@ -205,7 +220,7 @@ BOOST_FIXTURE_TEST_CASE(least_connections_fills_the_emptiest_shard, channel_fixt
     std::optional<error_code> served;
     auto l = make_listener(*channel);
     shard_pool pool(3, least_connections());
-    serve(pool, l, service, served);
+    auto serving = serve(ctx, pool, l, service, served);
     const auto server = device_endpoint(l.local_endpoint().port());
 
     std::vector<std::unique_ptr<sample::echo_peer>> peers(4);
@@ -232,7 +247,7 @@ BOOST_FIXTURE_TEST_CASE(rebalancing_under_traffic_loses_no_message, channel_fixt
     std::optional<error_code> served;
     auto l = make_listener(*channel);
     shard_pool pool(shards, all_on(0));
-    serve(pool, l, service, served);
+    auto serving = serve(ctx, pool, l, service, served);
     echo_clients clients(ctx, *channel, device_endpoint(l.local_endpoint().port()), n);
     BOOST_REQUIRE(run_until(ctx, [&] { return clients.connected == n; }));
     BOOST_REQUIRE(clients.advance(ctx, 50, service));
@@ -320,7 +335,7 @@ BOOST_FIXTURE_TEST_CASE(stopping_with_requests_pending_rejects_them, channel_fix
     echo_service service;
     std::optional<error_code> served;
     shard_pool pool(2);
-    serve(pool, l, service, served);
+    auto serving = serve(ctx, pool, l, service, served);
 
     constexpr int n = 4;
     std::vector<cm_id> clients;
@@ -382,7 +397,7 @@ BOOST_FIXTURE_TEST_CASE(stopping_in_the_middle_of_traffic_ends_every_connection,
     std::optional<error_code> served;
     auto l = make_listener(*channel);
     shard_pool pool(3);
-    serve(pool, l, service, served);
+    auto serving = serve(ctx, pool, l, service, served);
     echo_clients clients(ctx, *channel, device_endpoint(l.local_endpoint().port()), n);
     BOOST_REQUIRE(run_until(ctx, [&] { return clients.connected == n; }));
     BOOST_REQUIRE(clients.advance(ctx, 30, service));
@@ -416,7 +431,7 @@ BOOST_FIXTURE_TEST_CASE(refusals_are_clear_errors, channel_fixture) {
     auto l = make_listener(*channel);
     // A placement naming a shard that does not exist: the request is rejected.
     shard_pool pool(2, all_on(7));
-    serve(pool, l, service, served);
+    auto serving = serve(ctx, pool, l, service, served);
     cm_id client(*channel);
     std::optional<error_code> connected;
     async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(),

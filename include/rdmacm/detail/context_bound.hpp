@@ -61,8 +61,8 @@ public:
     explicit bound_executor(const boost::asio::any_io_executor& ex) { bind(ex); }
     ~bound_executor() { unbind(); }
 
-    // Told when the context shuts down; set before the object is shared.
-    void set_user(std::weak_ptr<context_user> u) noexcept { user_ = std::move(u); }
+    // Told when the context shuts down (from then on: a shutdown may read it at once).
+    void set_user(std::weak_ptr<context_user> u) noexcept;
 
     // A copy; empty once the context has shut down (nothing runs there any more).
     boost::asio::any_io_executor get() const noexcept;

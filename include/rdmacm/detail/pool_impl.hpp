@@ -4,6 +4,7 @@
 // be called from any thread; one mutex guards the registry and the shards' channels.
 #include "rdmacm/connection.hpp"
 #include "rdmacm/connection_request.hpp"
+#include "rdmacm/detail/context_bound.hpp"
 #include "rdmacm/event_channel.hpp"
 #include "rdmacm/placement.hpp"
 #include "rdmacm/rebalance.hpp"
@@ -36,7 +37,9 @@ struct serve_loop;
 struct pooled_state {
     std::uint64_t key = 0;
     std::shared_ptr<std::atomic<boost::asio::io_context*>> home; // where its strand runs
-    boost::asio::any_io_executor strand;                         // the connection's executor
+    // The connection's executor, let go of when its shard shuts down (a continuation
+    // holding this state may outlive that shard in another one's queue). Under the pool's mutex.
+    std::optional<bound_executor> strand;
     std::weak_ptr<id_impl> id;
     std::weak_ptr<pool_impl> pool;
     std::atomic<std::size_t> shard{0};
