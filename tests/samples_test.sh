@@ -9,7 +9,10 @@ addr_var=RDMACM_ADDR_${RDMACM_TEST_DEVICE:?run through ctest}
 addr=${!addr_var:?device $RDMACM_TEST_DEVICE not reachable}
 out=$(mktemp)
 trap 'rm -f "$out"; kill $server 2>/dev/null || true' EXIT
-timeout 60 "$samples/cm_server" "$addr" 0 >"$out" 2>&1 & server=$!
+# (--foreground: timeout passes a SIGINT on to the server once; otherwise it sends it to its
+# whole process group as well, and the second one, arriving after the server's signal
+# handler is gone, killed a server that had stopped cleanly: status 130, under a CPU hog.)
+timeout --foreground 60 "$samples/cm_server" "$addr" 0 >"$out" 2>&1 & server=$!
 for _ in $(seq 50); do grep -q listening "$out" && break; sleep 0.1; done
 port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$out")
 [ -n "$port" ] || { cat "$out"; echo "server did not start"; exit 1; }
@@ -38,7 +41,7 @@ grep -q '^\[thread M\] done' <<<"$migrate"
 # output in $out, and sets $port and $server. Its bound is well beyond its clients' (a
 # loaded machine under ASan runs the sharded echo part for over a minute).
 start_server() {
-    timeout 240 "$@" >"$out" 2>&1 & server=$!
+    timeout --foreground 240 "$@" >"$out" 2>&1 & server=$!
     for _ in $(seq 50); do grep -q listening "$out" && break; sleep 0.1; done
     port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$out")
     [ -n "$port" ] || { cat "$out"; echo "server did not start"; exit 1; }
