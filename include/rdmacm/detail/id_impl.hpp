@@ -39,7 +39,7 @@ struct connection_request;
 
 namespace rdmacm::detail {
 
-class id_impl : public std::enable_shared_from_this<id_impl>, public context_user {
+class id_impl final : public std::enable_shared_from_this<id_impl>, public context_user {
 public:
     using executor_type = boost::asio::any_io_executor;
     using void_handler = boost::asio::any_completion_handler<void(error_code)>;
