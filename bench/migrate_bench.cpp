@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
             ctx,
             [&]() -> asio::awaitable<void> {
                 for (int i = 0; i < connections; ++i) {
-                    auto req = co_await l.async_accept(asio::use_awaitable);
+                    auto req = co_await l.async_get_request(asio::use_awaitable);
                     auto attr = rdmacm::rc_qp_init_attr();
                     req.id.create_qp(attr);
                     co_await req.id.async_accept({}, asio::use_awaitable);

@@ -71,7 +71,7 @@ struct end {
 
 // Echoes pings; answers every `window` data messages with a credit.
 awaitable<void> server(rdmacm::listener& l, settings s) {
-    auto req = co_await l.async_accept(use_awaitable);
+    auto req = co_await l.async_get_request(use_awaitable);
     rdmacm::cm_id id = std::move(req.id);
     end e(id, 2 * s.window, s.size);
     std::uint64_t data_messages = 0;

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
         std::optional<rdmacm::cm_id> server, client_storage;
         std::promise<void> finished;
 
-        l.async_accept([&](error_code ec, rdmacm::connection_request req) {
+        l.async_get_request([&](error_code ec, rdmacm::connection_request req) {
             check(ec, "accept");
             say("server: connection request");
             server.emplace(std::move(req.id));

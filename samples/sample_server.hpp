@@ -59,7 +59,7 @@ int run_server(const std::string& address, unsigned short port, Serve serve) {
             ctx,
             [&]() -> asio::awaitable<void> {
                 for (int n = 1;; ++n) {
-                    auto [ec, request] = co_await l.async_accept(asio::as_tuple(asio::use_awaitable));
+                    auto [ec, request] = co_await l.async_get_request(asio::as_tuple(asio::use_awaitable));
                     if (ec) co_return; // closed
                     asio::co_spawn(ctx, serve(std::move(request), n), asio::detached);
                 }

@@ -42,29 +42,23 @@ void throw_if(const error_code& ec) {
 }
 } // namespace
 
-} // namespace detail
+cm_id_base::cm_id_base(const executor_type& ex, const std::shared_ptr<channel_impl>& channel, rdma_port_space ps)
+    : id_handle(ex, id_impl::create(channel, ex, ps)) {}
 
-cm_id::cm_id(event_channel& channel, rdma_port_space ps) : cm_id(channel.get_executor(), channel, ps) {}
-
-cm_id::cm_id(const executor_type& ex, event_channel& channel, rdma_port_space ps)
-    : id_handle(ex, detail::id_impl::create(channel.impl(), ex, ps)) {}
-
-cm_id::cm_id(std::shared_ptr<detail::id_impl> impl) noexcept : id_handle(executor_of(impl), std::move(impl)) {}
-
-void cm_id::reject(std::span<const std::byte> private_data) {
+void cm_id_base::reject(std::span<const std::byte> private_data) {
     error_code ec;
     reject(private_data, ec);
-    detail::throw_if(ec);
+    throw_if(ec);
 }
 
-void cm_id::reject(std::span<const std::byte> private_data, error_code& ec) noexcept {
+void cm_id_base::reject(std::span<const std::byte> private_data, error_code& ec) noexcept {
     ec = {};
     if (!impl_) {
         ec = errc::not_open;
     } else if (private_data.size() > 255) {
         ec = errc::private_data_too_long;
     } else {
-        detail::id_impl::call_guard guard(*impl_);
+        id_impl::call_guard guard(*impl_);
         if (!guard.id())
             ec = errc::not_open;
         else if (rdma_reject(guard.id(), private_data.data(), static_cast<std::uint8_t>(private_data.size())) != 0)
@@ -74,31 +68,31 @@ void cm_id::reject(std::span<const std::byte> private_data, error_code& ec) noex
     }
 }
 
-void cm_id::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd) {
+void cm_id_base::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd) {
     error_code ec;
     create_qp(attr, pd, ec);
-    detail::throw_if(ec);
+    throw_if(ec);
 }
 
-void cm_id::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) noexcept {
+void cm_id_base::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) noexcept {
     ec = {};
     if (!impl_) {
         ec = errc::not_open;
         return;
     }
-    detail::id_impl::call_guard guard(*impl_);
+    id_impl::call_guard guard(*impl_);
     if (!guard.id())
         ec = errc::not_open;
     else if (rdma_create_qp(guard.id(), pd, &attr) != 0)
         ec = RDMACM_CALL_ERROR("rdma_create_qp");
 }
 
-ibv_qp* cm_id::qp() const noexcept {
+ibv_qp* cm_id_base::qp() const noexcept {
     rdma_cm_id* id = native_handle();
     return id ? id->qp : nullptr;
 }
 
-cm_event cm_id::call_sync(detail::op_kind kind, const detail::op_call& call, error_code& ec) {
+cm_event cm_id_base::call_sync(op_kind kind, const op_call& call, error_code& ec) {
     if (!impl_) {
         ec = errc::not_open;
         return {};
@@ -106,7 +100,7 @@ cm_event cm_id::call_sync(detail::op_kind kind, const detail::op_call& call, err
     return impl_->call_sync(kind, call, ec);
 }
 
-cm_event cm_id::next_event(std::chrono::milliseconds timeout, error_code& ec) {
+cm_event cm_id_base::next_event(std::chrono::milliseconds timeout, error_code& ec) {
     if (!impl_) {
         ec = errc::not_open;
         return {};
@@ -114,25 +108,23 @@ cm_event cm_id::next_event(std::chrono::milliseconds timeout, error_code& ec) {
     return impl_->next_event_sync(timeout, ec);
 }
 
-listener::listener(event_channel& channel, rdma_port_space ps) : listener(channel.get_executor(), channel, ps) {}
+listener_base::listener_base(const executor_type& ex, const std::shared_ptr<channel_impl>& channel, rdma_port_space ps)
+    : id_handle(ex, id_impl::create(channel, ex, ps)) {}
 
-listener::listener(const executor_type& ex, event_channel& channel, rdma_port_space ps)
-    : id_handle(ex, detail::id_impl::create(channel.impl(), ex, ps)) {}
-
-void listener::bind(const endpoint& local) {
+void listener_base::bind(const endpoint& local) {
     error_code ec;
     bind(local, ec);
-    detail::throw_if(ec);
+    throw_if(ec);
 }
 
-void listener::bind(const endpoint& local, error_code& ec) noexcept {
+void listener_base::bind(const endpoint& local, error_code& ec) noexcept {
     ec = {};
     if (!impl_) {
         ec = errc::not_open;
-    } else if (!detail::supported(local)) {
+    } else if (!supported(local)) {
         ec = errc::address_family_not_supported;
     } else {
-        detail::id_impl::call_guard guard(*impl_);
+        id_impl::call_guard guard(*impl_);
         endpoint address = local; // librdmacm takes a non-const sockaddr
         if (!guard.id())
             ec = errc::not_open;
@@ -141,13 +133,13 @@ void listener::bind(const endpoint& local, error_code& ec) noexcept {
     }
 }
 
-void listener::listen(int backlog) {
+void listener_base::listen(int backlog) {
     error_code ec;
     listen(backlog, ec);
-    detail::throw_if(ec);
+    throw_if(ec);
 }
 
-void listener::listen(int backlog, error_code& ec) noexcept {
+void listener_base::listen(int backlog, error_code& ec) noexcept {
     ec = {};
     if (!impl_) {
         ec = errc::not_open;
@@ -157,7 +149,7 @@ void listener::listen(int backlog, error_code& ec) noexcept {
         // The kernel gets its maximum (0), and the bound is the library's (set_listening):
         // beyond it, requests are rejected at once. A kernel backlog would hold them back
         // instead (siw: a TCP listen queue), their peers hanging until they time out.
-        detail::id_impl::call_guard guard(*impl_);
+        id_impl::call_guard guard(*impl_);
         if (!guard.id()) {
             ec = errc::not_open;
         } else if (rdma_listen(guard.id(), 0) != 0) {
@@ -169,4 +161,5 @@ void listener::listen(int backlog, error_code& ec) noexcept {
     }
 }
 
+} // namespace detail
 } // namespace rdmacm

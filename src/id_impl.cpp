@@ -471,7 +471,7 @@ void id_impl::complete(const executor_type& ex, completion c, how mode) {
             } else if constexpr (std::is_same_v<H, event_handler>) {
                 deliver(c.ec, c.event);
             } else if constexpr (std::is_same_v<H, request_handler>) {
-                deliver(c.ec, connection_request{cm_id(std::move(c.new_id)), c.event});
+                deliver(c.ec, connection_request{cm_id(adopt_id_t{}, std::move(c.new_id)), c.event});
             }
         },
         c.handler);

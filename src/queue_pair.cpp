@@ -5,6 +5,7 @@
 #include "dispatch_to_handler.hpp"
 
 #include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
@@ -65,6 +66,7 @@ qp_impl::cq_resources::~cq_resources() {
 }
 
 std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options) {
+    if (!id || id->closed()) throw boost::system::system_error(errc::not_open);
     id_impl::call_guard guard(*id); // a close() meanwhile cannot destroy the id under us
     rdma_cm_id* cm = guard.id();
     if (!cm || !cm->verbs) throw boost::system::system_error(errc::not_open); // closed, or no device yet
@@ -130,6 +132,7 @@ void qp_impl::post(const work_request& wr, handler h) {
         return;
     }
     const std::uint64_t wr_id = next_wr_id_++;
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
     outstanding_.emplace(wr_id, std::move(h)); // before the post: its completion cannot beat it
     update_busy();
     begin_verbs_call();
@@ -159,7 +162,17 @@ void qp_impl::post(const work_request& wr, handler h) {
         if (int e = ibv_post_send(qp_, &s, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_send", e);
     }
     end_verbs_call();
-    if (!ec) return;
+    if (!ec) {
+        // Assigned on the initiating thread, as the slot's signal is emitted on the user's
+        // side; one emitted after the completion finds nothing outstanding and does nothing.
+        if (slot.is_connected())
+            slot.assign([weak = weak_from_this(), wr_id](boost::asio::cancellation_type type) {
+                if ((type & boost::asio::cancellation_type::terminal) == boost::asio::cancellation_type::none)
+                    return; // a work request cannot be recalled: partial and total cancellation do nothing
+                if (auto self = weak.lock()) self->cancel(wr_id);
+            });
+        return;
+    }
     lock.lock();
     auto it = outstanding_.find(wr_id);
     if (it == outstanding_.end()) return; // closed meanwhile: aborted already
@@ -169,6 +182,25 @@ void qp_impl::post(const work_request& wr, handler h) {
     lock.unlock();
     refuse(ex, std::move(failed), ec);
     settle();
+}
+
+void qp_impl::cancel(std::uint64_t wr_id) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (!outstanding_.contains(wr_id)) return; // completed (or aborted) already
+        cancelled_.push_back(wr_id);
+    }
+    connection_lost(); // to the error state: the device flushes every work request
+}
+
+error_code qp_impl::outcome(std::uint64_t wr_id, error_code ec) {
+    if (cancelled_.empty()) return ec; // the usual case: nothing to look up
+    auto it = std::find(cancelled_.begin(), cancelled_.end(), wr_id);
+    if (it == cancelled_.end()) return ec;
+    cancelled_.erase(it);
+    // Done before the queue pair went to error (a message received, say): the cancellation
+    // came too late, and what was done is reported, not lost.
+    return ec ? error_code(boost::asio::error::operation_aborted) : ec;
 }
 
 void qp_impl::settle() noexcept {
@@ -220,7 +252,7 @@ void qp_impl::poll(const void* by) {
                         ec = error_code(wc[i].status, work_completion_category());
                         broken_ = true; // a failed work request puts an RC queue pair in error
                     }
-                    done.push_back({std::move(it->second), ec, wc[i].byte_len});
+                    done.push_back({std::move(it->second), outcome(wc[i].wr_id, ec), wc[i].byte_len});
                     outstanding_.erase(it);
                 }
             }
@@ -237,7 +269,7 @@ void qp_impl::poll(const void* by) {
             std::sort(rest.begin(), rest.end());
             for (auto wr_id : rest)
                 done.push_back({std::move(outstanding_.at(wr_id)),
-                                error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category()), 0});
+                                outcome(wr_id, error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), 0});
             outstanding_.clear();
         }
         if (closed_) {
@@ -371,6 +403,7 @@ void qp_impl::close() noexcept {
         held_.clear();
         for (auto& [id, h] : outstanding_) aborted.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
         outstanding_.clear();
+        cancelled_.clear();
         reader = std::move(reader_);
         ex = executor_.get();
     }
@@ -381,11 +414,6 @@ void qp_impl::close() noexcept {
 }
 
 } // namespace detail
-
-queue_pair::queue_pair(cm_id& id, const queue_pair_options& options) : executor_(id.get_executor()) {
-    if (!id.impl_ || id.impl_->closed()) throw boost::system::system_error(errc::not_open);
-    impl_ = detail::qp_impl::create(id.impl_, options);
-}
 
 memory_region::memory_region(ibv_pd* pd, std::span<std::byte> buffer, int access)
     : mr_(ibv_reg_mr(pd, buffer.data(), buffer.size(), access)), buffer_(buffer) {

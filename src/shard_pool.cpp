@@ -251,7 +251,7 @@ void pool_impl::serve(listener& l, serve_function serve, void_handler handler) {
 
 void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
     auto& source = loop->source;
-    source.async_accept([loop = std::move(loop)](error_code ec, connection_request request) mutable {
+    source.async_get_request([loop = std::move(loop)](error_code ec, connection_request request) mutable {
         if (ec) {
             dispatch_to_handler(std::move(loop->done), loop->source_ex, ec);
             return;

@@ -52,17 +52,20 @@ BOOST_FIXTURE_TEST_CASE(bond_failover_raises_addr_change_on_every_id_over_it, ch
     connection_pair p;
     run(ctx, connect_pair(l, *channel, p));
 
-    std::array<detail::id_handle*, 3> ids{&*p.client, &*p.server, &l};
-    std::array<std::optional<cm_event>, 3> seen;
-    for (std::size_t i = 0; i < ids.size(); ++i)
-        ids[i]->async_next_event([&, i](error_code ec, cm_event ev) {
+    std::array<std::optional<cm_event>, 3> seen; // client, server, listener
+    auto wait_on = [&](auto& id, std::size_t i) {
+        id.async_next_event([&, i](error_code ec, cm_event ev) {
             BOOST_TEST(!ec);
             seen[i] = ev;
         });
+    };
+    wait_on(*p.client, 0);
+    wait_on(*p.server, 1);
+    wait_on(l, 2);
     BOOST_REQUIRE(fail_over());
     run_until(
         ctx, [&] { return seen[0] && seen[1] && seen[2]; }, 10s);
-    for (std::size_t i = 0; i < ids.size(); ++i) {
+    for (std::size_t i = 0; i < seen.size(); ++i) {
         const char* const names[] = {"client", "server", "listener"};
         BOOST_TEST_CONTEXT(names[i]) {
             BOOST_TEST_REQUIRE(seen[i].has_value());

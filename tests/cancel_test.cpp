@@ -44,7 +44,7 @@ BOOST_FIXTURE_TEST_CASE(a_timer_cancels_a_connect_nobody_answers, channel_fixtur
         BOOST_TEST(ec == make_error_code(errc::operation_in_progress));
 
         // The request did reach the listener; closing both ends cleans everything up.
-        auto req = co_await l.async_accept(use_awaitable);
+        auto req = co_await l.async_get_request(use_awaitable);
         BOOST_TEST(req.event.type() == RDMA_CM_EVENT_CONNECT_REQUEST);
         client.close();
         BOOST_TEST(!client.is_open());
@@ -56,7 +56,7 @@ BOOST_FIXTURE_TEST_CASE(per_operation_slot_cancels_only_that_operation, channel_
     asio::cancellation_signal accept_signal, event_signal;
     error_code accept_ec, event_ec;
     int done = 0;
-    l.async_accept(asio::bind_cancellation_slot(accept_signal.slot(), [&](error_code ec, connection_request) {
+    l.async_get_request(asio::bind_cancellation_slot(accept_signal.slot(), [&](error_code ec, connection_request) {
         accept_ec = ec;
         ++done;
     }));
@@ -78,7 +78,7 @@ BOOST_FIXTURE_TEST_CASE(per_operation_slot_cancels_only_that_operation, channel_
     // A request that arrives after a cancelled accept is not lost.
     auto l2 = make_listener(*channel);
     bool cancelled = false;
-    l2.async_accept(asio::bind_cancellation_slot(accept_signal.slot(), [&](error_code ec, connection_request) {
+    l2.async_get_request(asio::bind_cancellation_slot(accept_signal.slot(), [&](error_code ec, connection_request) {
         cancelled = ec == asio::error::operation_aborted;
     }));
     accept_signal.emit(asio::cancellation_type::total);
@@ -88,7 +88,7 @@ BOOST_FIXTURE_TEST_CASE(per_operation_slot_cancels_only_that_operation, channel_
         cm_id client(*channel);
         co_await prepare_client(client, l2.local_endpoint().port());
         asio::co_spawn(ctx, client.async_connect(conn_params{}, use_awaitable), asio::detached);
-        auto req = co_await l2.async_accept(use_awaitable);
+        auto req = co_await l2.async_get_request(use_awaitable);
         BOOST_TEST(req.event.type() == RDMA_CM_EVENT_CONNECT_REQUEST);
     }());
 }
@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(teardown_with_events_in_flight_leaks_nothing) {
                     co_await prepare_client(clients.back(), l.local_endpoint().port());
                     asio::co_spawn(ctx, clients.back().async_connect(conn_params{}, use_awaitable), asio::detached);
                 }
-                auto req = co_await l.async_accept(use_awaitable);
+                auto req = co_await l.async_get_request(use_awaitable);
                 auto attr = rc_qp_attr();
                 req.id.create_qp(attr);
                 asio::co_spawn(ctx, req.id.async_accept(conn_params{}, use_awaitable), asio::detached);
@@ -187,7 +187,7 @@ BOOST_FIXTURE_TEST_CASE(peer_disconnect_reaches_next_event_in_order, channel_fix
         cm_id client(*channel);
         co_await prepare_client(client, l.local_endpoint().port());
         asio::co_spawn(ctx, client.async_connect(conn_params{}, use_awaitable), asio::detached);
-        auto req = co_await l.async_accept(use_awaitable);
+        auto req = co_await l.async_get_request(use_awaitable);
         auto attr = rc_qp_attr();
         req.id.create_qp(attr);
         co_await req.id.async_accept(conn_params{}, use_awaitable);

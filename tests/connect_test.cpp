@@ -39,7 +39,7 @@ connect_options client_options(std::string_view private_data = {}) {
 // connection goes to `out` if given.
 awaitable<void> accept_one(listener& l, std::string_view expect, std::string_view reply,
                            std::optional<cm_id>* out = nullptr) {
-    auto req = co_await l.async_accept(use_awaitable);
+    auto req = co_await l.async_get_request(use_awaitable);
     // May run on another thread (the use_future case): checked thread-safely.
     RDMACM_TEST_MT(req.event.type() == RDMA_CM_EVENT_CONNECT_REQUEST);
     RDMACM_TEST_MT(text(req.event.private_data(), expect.size()) == expect);
@@ -193,7 +193,7 @@ BOOST_FIXTURE_TEST_CASE(reject_carries_private_data_to_the_client, channel_fixtu
         asio::co_spawn(
             ctx,
             [&]() -> awaitable<void> {
-                auto req = co_await l.async_accept(use_awaitable);
+                auto req = co_await l.async_get_request(use_awaitable);
                 req.id.reject(bytes("go away"));
             },
             asio::detached);

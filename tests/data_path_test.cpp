@@ -6,13 +6,16 @@
 #include "support/threads.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string_view>
+#include <tuple>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
@@ -25,6 +28,17 @@ namespace {
 constexpr int rw_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 std::string_view text_of(std::span<const std::byte> b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+
+// Waits, up to 10 s, until `done()`, the coroutine's context running meanwhile.
+template <typename Predicate>
+awaitable<bool> eventually(Predicate done) {
+    asio::steady_timer wait(co_await asio::this_coro::executor);
+    for (int i = 0; i < 1000 && !done(); ++i) {
+        wait.expires_after(10ms);
+        co_await wait.async_wait(use_awaitable);
+    }
+    co_return done();
+}
 
 } // namespace
 
@@ -48,12 +62,13 @@ BOOST_FIXTURE_TEST_CASE(send_receive_write_read, channel_fixture) {
         // RDMA write into the server's buffer, RDMA read out of it.
         const std::string_view written = "written by the client";
         std::memcpy(cbuf.data() + 1024, written.data(), written.size());
-        co_await p.client_qp->async_write(cmr, std::span(cbuf).subspan(1024, written.size()),
-                                          to_remote(smr, std::span(sbuf).subspan(1024, 64)), use_awaitable);
+        co_await p.client_qp->async_rdma_write(cmr, std::span(cbuf).subspan(1024, written.size()),
+                                               to_remote(smr, std::span(sbuf).subspan(1024, 64)), use_awaitable);
         BOOST_TEST(text_of(std::span(sbuf).subspan(1024, written.size())) == written);
         const std::string_view kept = "kept by the server";
         std::memcpy(sbuf.data() + 2048, kept.data(), kept.size());
-        auto n = co_await p.client_qp->async_read(cmr, std::span(cbuf).subspan(2048, kept.size()),
+        auto n =
+            co_await p.client_qp->async_rdma_read(cmr, std::span(cbuf).subspan(2048, kept.size()),
                                                   to_remote(smr, std::span(sbuf).subspan(2048, 64)), use_awaitable);
         BOOST_TEST(n == kept.size());
         BOOST_TEST(text_of(std::span(cbuf).subspan(2048, kept.size())) == kept);
@@ -62,7 +77,7 @@ BOOST_FIXTURE_TEST_CASE(send_receive_write_read, channel_fixture) {
         std::vector<std::byte> elsewhere(16);
         auto [e1, n1] = co_await p.client_qp->async_send(cmr, elsewhere, asio::as_tuple(use_awaitable));
         BOOST_TEST((e1 == errc::buffer_not_registered), e1.message());
-        auto [e2, n2] = co_await p.client_qp->async_write(
+        auto [e2, n2] = co_await p.client_qp->async_rdma_write(
             cmr, std::span(cbuf).first(128), to_remote(smr, std::span(sbuf).first(64)), asio::as_tuple(use_awaitable));
         BOOST_TEST((e2 == errc::remote_buffer_too_small), e2.message());
     }());
@@ -79,8 +94,8 @@ BOOST_FIXTURE_TEST_CASE(bad_rkey_is_a_remote_access_error, channel_fixture) {
         remote.rkey ^= 0x5a5a00;
         // A read needs the peer's answer on every transport (an iWARP write completes
         // locally, its error reaches the QP later).
-        auto [ec, n] =
-            co_await p.client_qp->async_read(cmr, std::span(cbuf).first(64), remote, asio::as_tuple(use_awaitable));
+        auto [ec, n] = co_await p.client_qp->async_rdma_read(cmr, std::span(cbuf).first(64), remote,
+                                                             asio::as_tuple(use_awaitable));
         // IB: the peer's NAK, IBV_WC_REM_ACCESS_ERR. iWARP: the peer terminates the
         // connection, and the read is flushed.
         BOOST_TEST((ec == error_code(IBV_WC_REM_ACCESS_ERR, work_completion_category()) ||
@@ -90,6 +105,84 @@ BOOST_FIXTURE_TEST_CASE(bad_rkey_is_a_remote_access_error, channel_fixture) {
         // The queue pair is in error now: what follows is flushed, not hung.
         auto [ec2, n2] = co_await p.client_qp->async_send(cmr, std::span(cbuf).first(8), asio::as_tuple(use_awaitable));
         BOOST_TEST((ec2 == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), ec2.message());
+    }());
+}
+
+// A receive with a time-out, as users write it: the group returns at the timer (it waits
+// for the receive to end, so the receive must honour the cancellation), and the queue pair
+// is in error: another receive is flushed, and what the peer sends later never lands, unseen,
+// in the abandoned buffers — its send fails once the connection is ended (on IB a
+// responder in error drops it; on iWARP the connection is torn down).
+BOOST_FIXTURE_TEST_CASE(a_receive_timed_out_leaves_nothing_landing_unseen, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        std::vector<std::byte> cbuf(64, std::byte{0x5a}), sbuf(64);
+        memory_region cmr(p.client_qp->pd(), cbuf), smr(p.server_qp->pd(), sbuf);
+
+        std::optional<error_code> other;
+        p.server_qp->async_receive(smr, std::span(sbuf).subspan(32), [&](error_code ec, std::size_t) { other = ec; });
+        asio::steady_timer timer(ctx, 200ms);
+        auto winner =
+            co_await (p.server_qp->async_receive(smr, std::span(sbuf).first(32), asio::as_tuple(use_awaitable)) ||
+                      timer.async_wait(use_awaitable));
+        BOOST_TEST(winner.index() == 1u); // the timer
+        bool flushed = co_await eventually([&] { return other.has_value(); });
+        BOOST_REQUIRE(flushed);
+        BOOST_TEST((*other == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), other->message());
+
+        std::optional<error_code> sent;
+        p.client_qp->async_send(cmr, std::span(cbuf).first(8), [&](error_code ec, std::size_t) { sent = ec; });
+        co_await (p.server->async_disconnect(asio::as_tuple(use_awaitable)) &&
+                  p.client->async_disconnect(asio::as_tuple(use_awaitable)));
+        bool ended = co_await eventually([&] { return sent.has_value(); });
+        BOOST_REQUIRE(ended);
+        BOOST_TEST(sent->failed(), "the peer's send after the receive timed out completed");
+        BOOST_TEST_MESSAGE("the peer's send: " << sent->message());
+        BOOST_TEST((std::count(sbuf.begin(), sbuf.end(), std::byte{0}) == 64), "the peer's bytes landed");
+    }());
+}
+
+// A terminal cancellation makes the cancelled operation end with operation_aborted; partial
+// and total ones are ignored (a work request cannot be recalled): the operation then
+// completes with its message. One emitted after the completion does nothing.
+BOOST_FIXTURE_TEST_CASE(only_terminal_cancellation_ends_an_operation, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        std::vector<std::byte> cbuf(64), sbuf(64);
+        memory_region cmr(p.client_qp->pd(), cbuf), smr(p.server_qp->pd(), sbuf);
+
+        asio::cancellation_signal cancel;
+        std::optional<std::pair<error_code, std::size_t>> received;
+        p.server_qp->async_receive(smr, sbuf,
+                                   asio::bind_cancellation_slot(
+                                       cancel.slot(), [&](error_code ec, std::size_t n) { received.emplace(ec, n); }));
+        cancel.emit(asio::cancellation_type::partial);
+        cancel.emit(asio::cancellation_type::total);
+        auto n = co_await p.client_qp->async_send(cmr, std::span(cbuf).first(8), use_awaitable);
+        BOOST_TEST(n == 8u);
+        bool done = co_await eventually([&] { return received.has_value(); });
+        BOOST_REQUIRE(done);
+        BOOST_TEST(!received->first, received->first.message());
+        BOOST_TEST(received->second == 8u);
+
+        cancel.emit(asio::cancellation_type::terminal); // after the completion
+        auto [ec, got, sent] = co_await (p.server_qp->async_receive(smr, sbuf, asio::as_tuple(use_awaitable)) &&
+                                         p.client_qp->async_send(cmr, std::span(cbuf).first(4), use_awaitable));
+        BOOST_TEST(!ec, ec.message());
+        BOOST_TEST(got == 4u);
+        BOOST_TEST(sent == 4u);
+
+        std::optional<error_code> aborted;
+        p.server_qp->async_receive(
+            smr, sbuf, asio::bind_cancellation_slot(cancel.slot(), [&](error_code e, std::size_t) { aborted = e; }));
+        cancel.emit(asio::cancellation_type::terminal);
+        done = co_await eventually([&] { return aborted.has_value(); });
+        BOOST_REQUIRE(done);
+        BOOST_TEST((*aborted == asio::error::operation_aborted), aborted->message());
     }());
 }
 

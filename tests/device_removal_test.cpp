@@ -74,7 +74,7 @@ BOOST_FIXTURE_TEST_CASE(removed_device_fails_everything_on_it_and_is_let_go, cha
         std::vector<cm_event> client_events, server_events;
         p.client_qp->async_receive(cmr, cbuf, [&](error_code ec, std::size_t) { client_rx = ec, ++done; });
         p.server_qp->async_receive(smr, sbuf, [&](error_code ec, std::size_t) { server_rx = ec, ++done; });
-        l.async_accept([&](error_code ec, connection_request) { accept_ec = ec, ++done; });
+        l.async_get_request([&](error_code ec, connection_request) { accept_ec = ec, ++done; });
         auto until_removal = [&](cm_id& id, std::vector<cm_event>& seen) -> awaitable<void> {
             do {
                 seen.push_back(co_await id.async_next_event(use_awaitable));

@@ -104,7 +104,7 @@ struct scenario : channel_fixture {
                           [&](error_code e, cm_event) { connected = e; });
             std::optional<connection_request> req;
             BOOST_REQUIRE(!result_of(ctx, [&](auto h) {
-                l.async_accept([&, h](error_code e, connection_request r) mutable {
+                l.async_get_request([&, h](error_code e, connection_request r) mutable {
                     req.emplace(std::move(r));
                     h(e);
                 });

@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(the_backlog_bounds_unaccepted_requests) {
     for (int i = 0; i < 3; ++i) {
         std::optional<error_code> got;
         asio::steady_timer timeout(f.ctx, 1s);
-        l.async_accept(asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, connection_request r) {
+        l.async_get_request(asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, connection_request r) {
             got = ec;
             if (!ec) kept.push_back(std::move(r));
         }));
@@ -389,12 +389,12 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_accept) {
             ctx,
             [l = std::move(l), &accepting]() -> asio::awaitable<void> {
                 accepting = true;
-                co_await l->async_accept(asio::use_awaitable);
+                co_await l->async_get_request(asio::use_awaitable);
             },
             asio::detached);
         run_until(
             ctx, [] { return false; }, 100ms);
-        BOOST_REQUIRE(accepting); // and so suspended in async_accept
+        BOOST_REQUIRE(accepting); // and so suspended in async_get_request
     }
     BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its listener) outlived the context");
     // Its id is destroyed off this thread: the port is free soon after.
@@ -422,7 +422,7 @@ BOOST_AUTO_TEST_CASE(a_move_ends_after_the_steps_queued_on_its_old_shard) {
     cm_id client(client_channel);
     async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
     std::optional<connection_request> request;
-    l.async_accept([&](error_code ec, connection_request r) {
+    l.async_get_request([&](error_code ec, connection_request r) {
         if (!ec) request.emplace(std::move(r));
     });
     BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));

@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(connection_request_moves_before_accept) {
         std::promise<thread_id> established;
         auto est = established.get_future();
         std::optional<cm_id> conn;
-        l.async_accept([&](error_code ec, connection_request req) {
+        l.async_get_request([&](error_code ec, connection_request req) {
             RDMACM_TEST_MT(!ec);
             conn.emplace(std::move(req.id));
             conn->async_migrate(shard, [&](error_code mec) {
@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(accepted_id_moves_before_established) {
         std::promise<std::pair<thread_id, error_code>> accepted;
         std::promise<error_code> migrated;
         std::optional<cm_id> conn;
-        l.async_accept([&](error_code ec, connection_request req) {
+        l.async_get_request([&](error_code ec, connection_request req) {
             RDMACM_TEST_MT(!ec);
             conn.emplace(std::move(req.id));
             auto attr = rc_qp_attr();

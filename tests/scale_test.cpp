@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(thousand_connections_through_one_channel) {
             ctx,
             [&]() -> awaitable<void> {
                 for (int i = 0; i < connections; ++i) {
-                    auto req = co_await l.async_accept(use_awaitable);
+                    auto req = co_await l.async_get_request(use_awaitable);
                     auto attr = cq.attr(req.id.native_handle()->verbs);
                     req.id.create_qp(attr);
                     server_ids.push_back(std::move(req.id));

@@ -2,17 +2,18 @@
 /// @file
 /// `rdmacm::cm_id`: an RDMA CM connection id as an Asio I/O object.
 #include "rdmacm/conn_params.hpp"
-#include "rdmacm/detail/id_handle.hpp"
+#include "rdmacm/detail/cm_id_base.hpp"
+#include "rdmacm/detail/typed_id.hpp"
 #include "rdmacm/endpoint.hpp"
 #include "rdmacm/event.hpp"
 #include "rdmacm/event_channel.hpp"
 
+#include <boost/asio/async_result.hpp>
+
 #include <chrono>
-#include <span>
+#include <type_traits>
 
 namespace rdmacm {
-
-class queue_pair;
 
 /// The tag for `cm_id::async_migrate(synchronous, token)`: synchronous mode.
 struct synchronous_t {
@@ -48,17 +49,39 @@ inline constexpr synchronous_t synchronous{};
 ///
 /// **Thread safety**: distinct objects safe; shared objects unsafe, except that `cancel()`
 /// and `close()` may be called from any thread.
-class cm_id : public detail::id_handle {
+template <typename Executor = boost::asio::any_io_executor>
+class basic_cm_id : public detail::typed_id<Executor, detail::cm_id_base> {
+    using base = detail::typed_id<Executor, detail::cm_id_base>;
+
 public:
+    using executor_type = Executor;
+    /// The same id type on another executor type (e.g. for `as_default_on`).
+    template <typename Executor1>
+    struct rebind_executor {
+        using other = basic_cm_id<Executor1>;
+    };
+
     /// A new id on `channel`, its handlers on the channel's executor (or `ex`). Throws
     /// system_error ("rdma_create_id") on failure. `ps`: RDMA_PS_TCP (RC), RDMA_PS_UDP (UD).
-    explicit cm_id(event_channel& channel, rdma_port_space ps = RDMA_PS_TCP);
-    cm_id(const executor_type& ex, event_channel& channel, rdma_port_space ps = RDMA_PS_TCP);
+    template <typename ChannelExecutor>
+    explicit basic_cm_id(basic_event_channel<ChannelExecutor>& channel, rdma_port_space ps = RDMA_PS_TCP)
+        : base(boost::asio::any_io_executor(channel.get_executor()), channel.impl(), ps) {}
+    template <typename ChannelExecutor>
+    basic_cm_id(const executor_type& ex, basic_event_channel<ChannelExecutor>& channel,
+                rdma_port_space ps = RDMA_PS_TCP)
+        : base(boost::asio::any_io_executor(ex), channel.impl(), ps) {}
     /// An empty (closed) id whose operations complete with errc::not_open.
-    explicit cm_id(const executor_type& ex) noexcept : id_handle(ex, nullptr) {}
-    cm_id(cm_id&&) noexcept = default;
-    cm_id& operator=(cm_id&&) noexcept = default;
-    ~cm_id() = default;
+    explicit basic_cm_id(const executor_type& ex) noexcept : base(boost::asio::any_io_executor(ex)) {}
+    /// For the library: adopts an id it made (a connection request's).
+    basic_cm_id(detail::adopt_id_t, std::shared_ptr<detail::id_impl> impl) noexcept : base(std::move(impl)) {}
+    basic_cm_id(basic_cm_id&&) noexcept = default;
+    basic_cm_id& operator=(basic_cm_id&&) noexcept = default;
+    /// Takes over an id of another executor type (e.g. a connection request's `cm_id` into
+    /// an id whose default token is `use_awaitable`).
+    template <typename Executor1, typename = std::enable_if_t<!std::is_same_v<Executor, Executor1>>>
+    basic_cm_id(basic_cm_id<Executor1>&& other) noexcept // NOLINT(google-explicit-constructor)
+        : base(static_cast<detail::cm_id_base&&>(other)) {}
+    ~basic_cm_id() = default;
 
     /// Resolves `remote` to an RDMA device and address (`rdma_resolve_addr`), from `local`
     /// if given (else from the address the route to `remote` uses). `timeout` bounds the
@@ -68,24 +91,29 @@ public:
     /// kernel's reason), errc::address_family_not_supported, the call's errno
     /// (system_category, location "rdma_resolve_addr"), errc::not_open,
     /// errc::operation_in_progress, operation_aborted. Cancellation: terminal.
-    template <typename Token>
-    auto async_resolve_address(const endpoint& remote, std::chrono::milliseconds timeout, Token&& token) {
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_resolve_address(const endpoint& remote, std::chrono::milliseconds timeout,
+                               Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return async_resolve_address(endpoint{}, remote, timeout, std::forward<Token>(token));
     }
-    template <typename Token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_resolve_address(const endpoint& local, const endpoint& remote, std::chrono::milliseconds timeout,
-                               Token&& token) {
-        return start<void(error_code)>(detail::op_kind::resolve_address, std::forward<Token>(token),
-                                       detail::op_call::resolve_address(local, remote, timeout));
+                               Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->template start<void(error_code)>(detail::op_kind::resolve_address, std::forward<Token>(token),
+                                                      detail::op_call::resolve_address(local, remote, timeout));
     }
 
     /// Resolves the route to the resolved address (`rdma_resolve_route`).
     /// Signature: `void(error_code)`; errc::route_error, the call's errno, as above.
     /// Cancellation: terminal.
-    template <typename Token>
-    auto async_resolve_route(std::chrono::milliseconds timeout, Token&& token) {
-        return start<void(error_code)>(detail::op_kind::resolve_route, std::forward<Token>(token),
-                                       detail::op_call::resolve_route(timeout));
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_resolve_route(std::chrono::milliseconds timeout,
+                             Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->template start<void(error_code)>(detail::op_kind::resolve_route, std::forward<Token>(token),
+                                                      detail::op_call::resolve_route(timeout));
     }
 
     /// Connects (`rdma_connect`) and completes when the connection is ESTABLISHED, with
@@ -98,48 +126,39 @@ public:
     /// established: DISCONNECTED, or TIMEWAIT_EXIT alone), errc::device_removed,
     /// errc::private_data_too_long, the call's errno, errc::not_open,
     /// errc::operation_in_progress, operation_aborted. Cancellation: terminal.
-    template <typename Token>
-    auto async_connect(const conn_params& params, Token&& token) {
-        return start<void(error_code, cm_event)>(detail::op_kind::establish, std::forward<Token>(token),
-                                                 detail::op_call::connect(params));
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_connect(const conn_params& params,
+                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->template start<void(error_code, cm_event)>(detail::op_kind::establish, std::forward<Token>(token),
+                                                                detail::op_call::connect(params));
     }
 
     /// Accepts the connection request this id came from (`rdma_accept`) and completes when
     /// the connection is ESTABLISHED. Create the queue pair first.
     /// Signature: `void(error_code, cm_event)`; errors as for async_connect.
     /// Cancellation: terminal.
-    template <typename Token>
-    auto async_accept(const conn_params& params, Token&& token) {
-        return start<void(error_code, cm_event)>(detail::op_kind::establish, std::forward<Token>(token),
-                                                 detail::op_call::accept(params));
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_accept(const conn_params& params,
+                      Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->template start<void(error_code, cm_event)>(detail::op_kind::establish, std::forward<Token>(token),
+                                                                detail::op_call::accept(params));
     }
-
-    /// Rejects the connection request this id came from, sending `private_data`
-    /// (`rdma_reject`). Throws system_error / sets `ec` on failure.
-    void reject(std::span<const std::byte> private_data = {});
-    void reject(std::span<const std::byte> private_data, error_code& ec) noexcept;
 
     /// Disconnects (`rdma_disconnect`) and completes on this side's DISCONNECTED. On IB
     /// that waits for the peer's own disconnect (or the CM's time-out); if the peer
     /// disconnected first, it completes at once; a TIMEWAIT_EXIT with no DISCONNECTED
     /// before it completes it too (the connection is gone).
     /// Signature: `void(error_code)`. Cancellation: terminal.
-    template <typename Token>
-    auto async_disconnect(Token&& token) {
-        return start<void(error_code)>(detail::op_kind::disconnect, std::forward<Token>(token),
-                                       detail::op_call::disconnect());
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_disconnect(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->template start<void(error_code)>(detail::op_kind::disconnect, std::forward<Token>(token),
+                                                      detail::op_call::disconnect());
     }
 
-    /// Creates an RC/UD queue pair on the id (`rdma_create_qp`): `pd` nullptr takes the
-    /// device's default protection domain; `attr.send_cq`/`recv_cq` nullptr makes librdmacm
-    /// create the completion queues. Needs a resolved route or a connection request. The
-    /// queue pair is destroyed with the id. Throws system_error / sets `ec`.
-    void create_qp(ibv_qp_init_attr& attr, ibv_pd* pd = nullptr);
-    void create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) noexcept;
-    /// The queue pair, or nullptr.
-    ibv_qp* qp() const noexcept;
-
-    using id_handle::async_migrate;
+    using base::async_migrate;
     /// Puts the id in **synchronous mode** (`rdma_migrate_id(id, NULL)`): its events go to
     /// a private channel of librdmacm, and the CM calls are the blocking ones below, made
     /// on any thread that is not needed to run handlers meanwhile. Asynchronous operations
@@ -151,61 +170,26 @@ public:
     /// or let it complete, first): librdmacm's next blocking call would take that event
     /// for its own answer (semantics F5). An event the kernel still held is caught after
     /// the move, and the move undone. Already synchronous: completes at once.
+    /// The blocking calls (`resolve_address`, `connect`, ...) are detail::cm_id_base's.
     ///
     /// Signature: `void(error_code)`. Errors: errc::event_pending, the call's errno
     /// (location "rdma_migrate_id"), and those of the other async_migrate. Executor: the
     /// id's (which stays). Cancellation: none.
-    template <typename Token>
-    auto async_migrate(synchronous_t, Token&& token) {
-        return detail::async_start<void(error_code)>(
-            get_executor(), std::forward<Token>(token), [this_ex = executor_, impl = impl_](auto handler) {
-                if (impl)
-                    impl->migrate(nullptr, {}, std::move(handler));
-                else
-                    detail::id_impl::refuse(this_ex, std::move(handler), errc::not_open);
-            });
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_migrate(synchronous_t, Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return detail::async_start<void(error_code)>(detail::id_handle::get_executor(), std::forward<Token>(token),
+                                                     [this_ex = this->executor_, impl = this->impl_](auto handler) {
+                                                         if (impl)
+                                                             impl->migrate(nullptr, {}, std::move(handler));
+                                                         else
+                                                             detail::id_impl::refuse(this_ex, std::move(handler),
+                                                                                     errc::not_open);
+                                                     });
     }
-
-    /// @name Blocking calls of synchronous mode
-    /// Each makes its librdmacm call and waits for the event that answers it; `ec` as the
-    /// asynchronous operation would complete with (errc::rejected, ...). Refused with
-    /// errc::not_synchronous on an id not in synchronous mode, errc::event_pending while
-    /// an event of the id is queued (read it with next_event first), and
-    /// errc::operation_in_progress while another blocking call runs on the id. If another
-    /// event came first, it is kept for next_event and the call fails with
-    /// errc::unexpected_event (its own answer follows through next_event). `close()` waits
-    /// for a blocking call in progress. Not thread-safe beyond that.
-    /// @{
-    void resolve_address(const endpoint& remote, std::chrono::milliseconds timeout, error_code& ec) {
-        resolve_address(endpoint{}, remote, timeout, ec);
-    }
-    void resolve_address(const endpoint& local, const endpoint& remote, std::chrono::milliseconds timeout,
-                         error_code& ec) {
-        call_sync(detail::op_kind::resolve_address, detail::op_call::resolve_address(local, remote, timeout), ec);
-    }
-    void resolve_route(std::chrono::milliseconds timeout, error_code& ec) {
-        call_sync(detail::op_kind::resolve_route, detail::op_call::resolve_route(timeout), ec);
-    }
-    /// Returns the ESTABLISHED event (or the failure's, e.g. REJECTED with its status).
-    cm_event connect(const conn_params& params, error_code& ec) {
-        return call_sync(detail::op_kind::establish, detail::op_call::connect(params), ec);
-    }
-    cm_event accept(const conn_params& params, error_code& ec) {
-        return call_sync(detail::op_kind::establish, detail::op_call::accept(params), ec);
-    }
-    /// After the peer's DISCONNECTED was read, returns at once (IB answers nothing more;
-    /// the id's destruction replies to the peer).
-    void disconnect(error_code& ec) { call_sync(detail::op_kind::disconnect, detail::op_call::disconnect(), ec); }
-    /// The id's next event not taken by a call (e.g. the peer's DISCONNECTED), waiting up to
-    /// `timeout` (boost::asio::error::timed_out), negative: no limit.
-    cm_event next_event(std::chrono::milliseconds timeout, error_code& ec);
-    /// @}
-
-private:
-    friend class detail::id_impl;
-    friend class queue_pair;
-    explicit cm_id(std::shared_ptr<detail::id_impl> impl) noexcept;
-    cm_event call_sync(detail::op_kind kind, const detail::op_call& call, error_code& ec);
 };
+
+/// The id on any executor (`any_io_executor`).
+using cm_id = basic_cm_id<>;
 
 } // namespace rdmacm

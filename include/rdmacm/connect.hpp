@@ -22,8 +22,9 @@ struct connect_options {
 
 namespace detail {
 
+template <typename Executor>
 struct connect_op {
-    cm_id& id;
+    basic_cm_id<Executor>& id;
     endpoint remote;
     connect_options options;
     owned_conn_params params;
@@ -60,10 +61,13 @@ struct connect_op {
 /// step that failed (each step's errors as documented on cm_id). Executor: `id`'s (or the
 /// handler's associated one). Cancellation: terminal, passed to the step in progress.
 /// Lifetime: `id` must outlive the operation; `options` is copied.
-template <typename Token>
-auto async_connect(cm_id& id, const endpoint& remote, const connect_options& options, Token&& token) {
+template <typename Executor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event))
+                                 Token = boost::asio::default_completion_token_t<Executor>>
+auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const connect_options& options,
+                   Token&& token = boost::asio::default_completion_token_t<Executor>()) {
     return boost::asio::async_compose<Token, void(error_code, cm_event)>(
-        detail::connect_op{id, remote, options, detail::owned_conn_params(options.params)}, token, id.get_executor());
+        detail::connect_op<Executor>{id, remote, options, detail::owned_conn_params(options.params)}, token,
+        id.get_executor());
 }
 
 } // namespace rdmacm

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `rdmacm::connection_request`: what a listener's async_accept yields.
+/// `rdmacm::connection_request`: what a listener's async_get_request yields.
 #include "rdmacm/cm_id.hpp"
 #include "rdmacm/event.hpp"
 

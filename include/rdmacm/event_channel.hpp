@@ -11,6 +11,20 @@
 
 namespace rdmacm {
 
+namespace detail {
+// The library's core keeps executors type-erased (an id's changes when it migrates); a typed
+// I/O object turns it back into its own type. Hence the requirement on every I/O object's
+// Executor: constructible from any_io_executor (any_io_executor itself, and the
+// executor_with_default of as_default_on, are; a strand is not — use
+// bind_executor(strand, token) or a strand as the migration's executor instead).
+template <typename Executor>
+Executor executor_as(const boost::asio::any_io_executor& ex) {
+    static_assert(std::is_constructible_v<Executor, const boost::asio::any_io_executor&>,
+                  "asio-rdmacm: an I/O object's Executor must be constructible from any_io_executor");
+    return Executor(ex);
+}
+} // namespace detail
+
 /// An RDMA CM event channel whose fd is watched by an Asio `posix::stream_descriptor`.
 ///
 /// One reader, on a strand of the channel's executor, reads every event to EAGAIN on each
@@ -23,22 +37,37 @@ namespace rdmacm {
 ///
 /// The channel and its ids must be destroyed before their execution context, as with
 /// every Asio I/O object.
-class event_channel {
+///
+/// `Executor`: as for every I/O object of the library, constructible from
+/// `any_io_executor` (e.g. `any_io_executor`, the default, or what `as_default_on` makes).
+template <typename Executor = boost::asio::any_io_executor>
+class basic_event_channel {
 public:
-    using executor_type = boost::asio::any_io_executor;
+    using executor_type = Executor;
+    /// The same channel type on another executor type (e.g. for `as_default_on`).
+    template <typename Executor1>
+    struct rebind_executor {
+        using other = basic_event_channel<Executor1>;
+    };
 
     /// Creates the channel; throws `boost::system::system_error` naming the failed call
     /// (e.g. "rdma_create_event_channel": no RDMA CM in this kernel).
-    explicit event_channel(const executor_type& ex) : executor_(ex), impl_(detail::channel_impl::create(ex)) {}
+    explicit basic_event_channel(const executor_type& ex)
+        : executor_(ex), impl_(detail::channel_impl::create(boost::asio::any_io_executor(ex))) {}
     template <typename ExecutionContext,
               typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
-    explicit event_channel(ExecutionContext& ctx) : event_channel(executor_type(ctx.get_executor())) {}
+    explicit basic_event_channel(ExecutionContext& ctx) : basic_event_channel(executor_type(ctx.get_executor())) {}
 
     // A moved-from channel keeps its executor, as Asio's I/O objects do.
-    event_channel(event_channel&& other) noexcept
+    basic_event_channel(basic_event_channel&& other) noexcept
         : executor_(other.executor_), // NOLINT(performance-move-constructor-init): kept, see above
           impl_(std::move(other.impl_)) {}
-    event_channel& operator=(event_channel&& other) noexcept {
+    /// Takes over a channel of another executor type.
+    template <typename Executor1, typename = std::enable_if_t<std::is_constructible_v<Executor, const Executor1&> &&
+                                                              !std::is_same_v<Executor, Executor1>>>
+    basic_event_channel(basic_event_channel<Executor1>&& other) noexcept // NOLINT(google-explicit-constructor)
+        : executor_(other.get_executor()), impl_(other.release_impl()) {}
+    basic_event_channel& operator=(basic_event_channel&& other) noexcept {
         if (this != &other) {
             release();
             executor_ = other.executor_;
@@ -46,9 +75,9 @@ public:
         }
         return *this;
     }
-    event_channel(const event_channel&) = delete;
-    event_channel& operator=(const event_channel&) = delete;
-    ~event_channel() { release(); }
+    basic_event_channel(const basic_event_channel&) = delete;
+    basic_event_channel& operator=(const basic_event_channel&) = delete;
+    ~basic_event_channel() { release(); }
 
     /// The executor the channel's reader and, by default, its ids run on.
     const executor_type& get_executor() const noexcept { return executor_; }
@@ -60,6 +89,8 @@ public:
 
     /// For the library's own classes.
     const std::shared_ptr<detail::channel_impl>& impl() const noexcept { return impl_; }
+    /// For the converting move constructor.
+    std::shared_ptr<detail::channel_impl> release_impl() noexcept { return std::move(impl_); }
 
 private:
     void release() noexcept {
@@ -68,5 +99,8 @@ private:
     executor_type executor_;
     std::shared_ptr<detail::channel_impl> impl_;
 };
+
+/// The event channel on any executor (`any_io_executor`).
+using event_channel = basic_event_channel<>;
 
 } // namespace rdmacm

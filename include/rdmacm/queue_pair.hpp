@@ -6,7 +6,10 @@
 #include "rdmacm/detail/qp_impl.hpp"
 #include "rdmacm/memory_region.hpp"
 
+#include <boost/asio/async_result.hpp>
+
 #include <span>
+#include <type_traits>
 
 namespace rdmacm {
 
@@ -36,7 +39,16 @@ struct queue_pair_options {
 /// the new executor first, and once `async_migrate` completed no completion handler runs
 /// on the old one. Outstanding work is tracked on the handler's executor.
 ///
-/// **Cancellation**: none per operation (a posted work request cannot be recalled).
+/// **Cancellation**: each operation honours terminal cancellation through its handler's
+/// cancellation slot (partial and total are ignored). A posted work request cannot be
+/// recalled, so a terminal cancellation puts the queue pair in the error state: the
+/// cancelled operation completes with operation_aborted once the device has flushed it (its
+/// buffer stays the device's until the handler runs; if it completed before the flush, it
+/// completes as it did — a message received is never dropped), every other outstanding one
+/// with IBV_WC_WR_FLUSH_ERR, and so do later ones. The queue pair is then good only for
+/// closing; the peer's operations on the connection fail (nothing it sends lands unseen in
+/// a buffer nobody waits for). Hence a time-out on a receive, `co_await
+/// (qp.async_receive(mr, buf) || timer.async_wait())`, ends the connection's data path.
 /// `close()` (and closing the id) completes every outstanding operation with
 /// operation_aborted at once.
 ///
@@ -45,25 +57,42 @@ struct queue_pair_options {
 /// first (then its operations are aborted).
 ///
 /// **Thread safety**: operations may be started from any thread; `close()` too.
-class queue_pair {
+///
+/// `Executor`: constructible from `any_io_executor` (see `basic_event_channel`).
+template <typename Executor = boost::asio::any_io_executor>
+class basic_queue_pair {
 public:
-    using executor_type = boost::asio::any_io_executor;
+    using executor_type = Executor;
+    /// The same queue pair type on another executor type (e.g. for `as_default_on`).
+    template <typename Executor1>
+    struct rebind_executor {
+        using other = basic_queue_pair<Executor1>;
+    };
 
     /// Creates the completion queue and the queue pair on `id`. Throws system_error naming
     /// the failed call ("ibv_create_cq", "rdma_create_qp", ...), or errc::not_open.
-    explicit queue_pair(cm_id& id, const queue_pair_options& options = {});
-    queue_pair(queue_pair&&) noexcept = default;
-    queue_pair& operator=(queue_pair&& other) noexcept {
+    template <typename IdExecutor>
+    explicit basic_queue_pair(basic_cm_id<IdExecutor>& id, const queue_pair_options& options = {})
+        : executor_(boost::asio::any_io_executor(id.get_executor())),
+          impl_(detail::qp_impl::create(id.impl(), options)) {}
+    basic_queue_pair(basic_queue_pair&&) noexcept = default;
+    /// Takes over a queue pair of another executor type.
+    template <typename Executor1, typename = std::enable_if_t<!std::is_same_v<Executor, Executor1>>>
+    basic_queue_pair(basic_queue_pair<Executor1>&& other) noexcept // NOLINT(google-explicit-constructor)
+        : executor_(other.executor_), impl_(std::move(other.impl_)) {}
+    basic_queue_pair& operator=(basic_queue_pair&& other) noexcept {
         if (this != &other) {
             close();
             impl_ = std::move(other.impl_);
         }
         return *this;
     }
-    ~queue_pair() { close(); }
+    ~basic_queue_pair() { close(); }
 
     /// The id's executor (it follows the id's migrations).
-    executor_type get_executor() const { return impl_ ? impl_->get_executor() : executor_; }
+    executor_type get_executor() const {
+        return detail::executor_as<Executor>(impl_ ? impl_->get_executor() : executor_);
+    }
     ibv_qp* native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
     /// The protection domain to register memory with.
     ibv_pd* pd() const noexcept { return impl_ ? impl_->native()->pd : nullptr; }
@@ -74,25 +103,51 @@ public:
         if (auto impl = std::move(impl_)) impl->close();
     }
 
-    /// Sends `data` (inside `mr`). Signature: `void(error_code, std::size_t)`.
-    template <typename Token>
-    auto async_send(const memory_region& mr, std::span<const std::byte> data, Token&& token) {
+    /// Sends `data` (inside `mr`).
+    /// @par Completion Signature
+    /// `void(error_code, std::size_t)`: the work completion's status and the bytes sent;
+    /// errc::buffer_not_registered (`data` not inside `mr`), errc::not_open, the post's
+    /// errno (e.g. ENOMEM: more outstanding than `max_send_wr`).
+    /// @par Per-Operation Cancellation
+    /// terminal (the queue pair goes to error; see the class's description).
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_send(const memory_region& mr, std::span<const std::byte> data,
+                    Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return start(detail::work_request::kind::send, mr, data, {}, std::forward<Token>(token));
     }
     /// Receives one message into `buffer` (inside `mr`); completes with its length.
-    template <typename Token>
-    auto async_receive(const memory_region& mr, std::span<std::byte> buffer, Token&& token) {
+    /// @par Completion Signature
+    /// `void(error_code, std::size_t)`, errors as for async_send (`max_recv_wr`).
+    /// @par Per-Operation Cancellation
+    /// terminal (the queue pair goes to error; see the class's description).
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_receive(const memory_region& mr, std::span<std::byte> buffer,
+                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return start(detail::work_request::kind::receive, mr, buffer, {}, std::forward<Token>(token));
     }
     /// Writes `data` (inside `mr`) into the peer's `remote` buffer (RDMA write).
-    template <typename Token>
-    auto async_write(const memory_region& mr, std::span<const std::byte> data, const remote_buffer& remote,
-                     Token&& token) {
+    /// @par Completion Signature
+    /// `void(error_code, std::size_t)`, errors as for async_send, and
+    /// errc::remote_buffer_too_small; a bad rkey is the peer's IBV_WC_REM_ACCESS_ERR.
+    /// @par Per-Operation Cancellation
+    /// terminal (the queue pair goes to error; see the class's description).
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_rdma_write(const memory_region& mr, std::span<const std::byte> data, const remote_buffer& remote,
+                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return start(detail::work_request::kind::write, mr, data, remote, std::forward<Token>(token));
     }
     /// Reads the peer's `remote` buffer into `buffer` (inside `mr`) (RDMA read).
-    template <typename Token>
-    auto async_read(const memory_region& mr, std::span<std::byte> buffer, const remote_buffer& remote, Token&& token) {
+    /// @par Completion Signature
+    /// As for async_rdma_write.
+    /// @par Per-Operation Cancellation
+    /// terminal (the queue pair goes to error; see the class's description).
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_rdma_read(const memory_region& mr, std::span<std::byte> buffer, const remote_buffer& remote,
+                         Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return start(detail::work_request::kind::read, mr, buffer, remote, std::forward<Token>(token));
     }
 
@@ -112,8 +167,9 @@ private:
                                 mr.lkey(),
                                 remote.address,
                                 remote.rkey};
+        boost::asio::any_io_executor ex = impl_ ? impl_->get_executor() : executor_;
         return detail::async_start<void(error_code, std::size_t), detail::work_of_followers::by_object>(
-            get_executor(), std::forward<Token>(token), [ex = get_executor(), impl = impl_, wr, refusal](auto handler) {
+            ex, std::forward<Token>(token), [ex, impl = impl_, wr, refusal](auto handler) {
                 if (impl && !refusal)
                     impl->post(wr, std::move(handler));
                 else
@@ -121,8 +177,14 @@ private:
             });
     }
 
-    executor_type executor_;
+    template <typename>
+    friend class basic_queue_pair;
+
+    boost::asio::any_io_executor executor_;
     std::shared_ptr<detail::qp_impl> impl_;
 };
+
+/// The queue pair on any executor (`any_io_executor`).
+using queue_pair = basic_queue_pair<>;
 
 } // namespace rdmacm

@@ -75,8 +75,10 @@ public:
     /// errc::no_such_shard (from the placement), errc::not_open, the migration's errors; the
     /// request is then rejected. Executor: the handler's, by default the chosen shard's.
     /// Cancellation: none (the move is short).
-    template <typename Token>
-    auto async_place(connection_request request, Token&& token) {
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, connection))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_place(connection_request request,
+                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code, connection)>(
             get_executor(0), std::forward<Token>(token), [impl = impl_, r = std::move(request)](auto handler) mutable {
                 impl->place(std::move(r), std::move(handler));
@@ -94,8 +96,10 @@ public:
     /// the listener was closed or the pool stopped). Executor: the handler's, by default the
     /// listener's. Lifetime: `l` must outlive the operation. Cancellation: close the
     /// listener (or stop the pool): requests not yet accepted are rejected.
-    template <typename Serve, typename Token>
-    auto async_serve(listener& l, Serve serve, Token&& token) {
+    template <typename Serve, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_serve(listener& l, Serve serve,
+                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(
             l.get_executor(), std::forward<Token>(token),
             [impl = impl_, &l, s = detail::pool_impl::serve_function(std::move(serve))](auto handler) mutable {
@@ -113,16 +117,20 @@ public:
     /// the migration's errors (the connection then stays where it was). Moving to the shard
     /// it is on succeeds at once. Executor: the handler's, by default shard `to`'s (shard
     /// 0's when `to` is out of range). Cancellation: none.
-    template <typename Token>
-    auto async_move(const connection& c, std::size_t to, Token&& token) {
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_move(const connection& c, std::size_t to,
+                    Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(
             get_executor(to < size() ? to : 0), std::forward<Token>(token),
             [impl = impl_, s = c.state(), to](auto handler) { impl->move(s, to, std::move(handler)); });
     }
     /// The same, for the connection with key `key` (`connection::key()`, `snapshot()`):
     /// errc::not_open if there is none.
-    template <typename Token>
-    auto async_move(std::uint64_t key, std::size_t to, Token&& token) {
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_move(std::uint64_t key, std::size_t to,
+                    Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(
             get_executor(to < size() ? to : 0), std::forward<Token>(token),
             [impl = impl_, key, to](auto handler) { impl->move(impl->find(key), to, std::move(handler)); });
@@ -134,8 +142,10 @@ public:
     /// moves made and those that failed (a connection that closed meanwhile). Errors:
     /// errc::pool_stopped, errc::no_such_shard (the plan named one). Executor: the handler's,
     /// by default shard 0's. Cancellation: none.
-    template <typename Token>
-    auto async_rebalance(rebalance_plan plan, Token&& token) {
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, rebalance_report))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_rebalance(rebalance_plan plan,
+                         Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code, rebalance_report)>(
             get_executor(0), std::forward<Token>(token),
             [impl = impl_, p = std::move(plan)](auto handler) { impl->rebalance(p, std::move(handler)); });

@@ -12,7 +12,7 @@ struct connection_pair {
 };
 
 inline asio::awaitable<void> accept_side(listener& l, connection_pair& p, queue_pair_options o) {
-    auto req = co_await l.async_accept(asio::use_awaitable);
+    auto req = co_await l.async_get_request(asio::use_awaitable);
     p.server.emplace(std::move(req.id));
     p.server_qp.emplace(*p.server, o);
     co_await p.server->async_accept(conn_params{}, asio::use_awaitable);

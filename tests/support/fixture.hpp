@@ -102,7 +102,7 @@ inline connect_options with_qp() {
 
 // Accepts one connection on `l` into `out` (with a queue pair), on the listener's executor.
 inline asio::awaitable<void> accept_into(listener& l, std::optional<cm_id>& out) {
-    auto req = co_await l.async_accept(asio::use_awaitable);
+    auto req = co_await l.async_get_request(asio::use_awaitable);
     auto attr = rc_qp_attr();
     req.id.create_qp(attr);
     co_await req.id.async_accept(conn_params{}, asio::use_awaitable);

@@ -1,6 +1,7 @@
 #pragma once
-// What cm_id and listener share: a move-only handle on an id_impl, and the operations that
-// make sense on both (close, cancel, executor, addresses, next event).
+// What cm_id and listener share, apart from their executor type: a move-only handle on an
+// id_impl, and the operations that make sense on both (close, cancel, addresses); the
+// asynchronous ones they share are typed_id's.
 #include "rdmacm/detail/async_start.hpp"
 #include "rdmacm/detail/id_impl.hpp"
 #include "rdmacm/endpoint.hpp"
@@ -42,57 +43,6 @@ public:
     /// The peer's address once resolved or connected.
     endpoint remote_endpoint() const noexcept;
 
-    /// Waits for the next CM event that no other operation consumes: the peer's
-    /// DISCONNECTED, ADDR_CHANGE, DEVICE_REMOVAL, TIMEWAIT_EXIT, and events the id got
-    /// through calls made on `native_handle()`. Events are kept, in order, until asked for.
-    ///
-    /// Signature: `void(error_code, cm_event)`; error: operation_aborted,
-    /// errc::operation_in_progress (another next-event wait is outstanding), errc::not_open.
-    /// Cancellation: terminal, partial, total (no event is lost).
-    template <typename Token>
-    auto async_next_event(Token&& token) {
-        return start<void(error_code, cm_event)>(op_kind::next_event, std::forward<Token>(token), op_call{});
-    }
-
-    /// Moves the id, live, to `target` (`rdma_migrate_id`): from then on its events come
-    /// through `target` and its handlers run on `ex` (default: the target's executor) —
-    /// between io_contexts, or between strands of one. Works in any state (resolving,
-    /// connecting, a connection request before accept, established, disconnecting), except
-    /// a listening listener (errc::listener_cannot_migrate: migrate before listen).
-    ///
-    /// While it moves, nothing of the id runs on the old channel: events are held and new
-    /// operations wait; afterwards they are delivered, then started, on the new executor,
-    /// in order, before anything newer (per-id FIFO: no event lost, duplicated or
-    /// reordered). Outstanding operations carry on and complete on the new executor
-    /// (unless their handler has an executor of its own). Handlers already handed to the
-    /// old executor run before the migration completes. Never blocks a thread: the
-    /// migrate call itself is made on the old channel's reader strand and does not wait
-    /// (every event read was acknowledged at once).
-    ///
-    /// Signature: `void(error_code)`. Errors: the call's errno (location
-    /// "rdma_migrate_id"; the id then stays, fully usable, where it was),
-    /// errc::operation_in_progress (another migration of the id is under way),
-    /// errc::listener_cannot_migrate, errc::channel_closed, errc::not_open,
-    /// operation_aborted (closed while moving). Executor: the handler's, by default `ex`.
-    /// Cancellation: none (a migration is short and cannot be undone halfway).
-    /// Lifetime: both channels' execution contexts must outlive the operation.
-    template <typename Token>
-    auto async_migrate(event_channel& target, Token&& token) {
-        return async_migrate(target, target.is_open() ? target.get_executor() : get_executor(),
-                             std::forward<Token>(token));
-    }
-    template <typename Token>
-    auto async_migrate(event_channel& target, const executor_type& ex, Token&& token) {
-        return async_start<void(error_code)>(
-            ex, std::forward<Token>(token),
-            [this_ex = executor_, impl = impl_, target = target.impl(), ex](auto handler) {
-                if (impl && target)
-                    impl->migrate(target, ex, std::move(handler));
-                else
-                    id_impl::refuse(this_ex, std::move(handler), impl ? errc::channel_closed : errc::not_open);
-            });
-    }
-
     // A moved-from handle keeps its executor (as Asio's I/O objects do), so operations on
     // it complete with errc::not_open instead of having nowhere to run.
     id_handle(id_handle&& other) noexcept
@@ -127,6 +77,18 @@ protected:
                     impl->start(kind, std::move(handler), call);
                 else
                     id_impl::refuse(ex, std::move(handler), errc::not_open);
+            });
+    }
+
+    // Moves the id to the channel `target`, its handlers then on `ex` (see async_migrate).
+    template <typename Token>
+    auto start_migrate(const std::shared_ptr<channel_impl>& target, const executor_type& ex, Token&& token) {
+        return async_start<void(error_code)>(
+            ex, std::forward<Token>(token), [this_ex = executor_, impl = impl_, target, ex](auto handler) {
+                if (impl && target)
+                    impl->migrate(target, ex, std::move(handler));
+                else
+                    id_impl::refuse(this_ex, std::move(handler), impl ? errc::channel_closed : errc::not_open);
             });
     }
 

@@ -6,6 +6,7 @@
 #include "rdmacm/connection_request.hpp"
 #include "rdmacm/detail/context_bound.hpp"
 #include "rdmacm/event_channel.hpp"
+#include "rdmacm/listener.hpp"
 #include "rdmacm/placement.hpp"
 #include "rdmacm/rebalance.hpp"
 
@@ -24,9 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace rdmacm {
-class listener;
-}
+namespace rdmacm {}
 
 namespace rdmacm::detail {
 

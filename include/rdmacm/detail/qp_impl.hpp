@@ -57,7 +57,8 @@ public:
         return executor_.get();
     }
 
-    // Posts `wr`; `h` completes with the work completion's status and byte count.
+    // Posts `wr`; `h` completes with the work completion's status and byte count. A
+    // terminal cancellation through `h`'s slot puts the queue pair in error (see cancel).
     void post(const work_request& wr, handler h);
     // Completes `h` with `ec` on `ex` (nothing to post it on).
     static void refuse(const executor_type& ex, handler h, error_code ec);
@@ -93,6 +94,14 @@ private:
     void begin_verbs_call() noexcept; // under mutex_, after checking closed_
     void end_verbs_call() noexcept;
     void hand_over(std::vector<completion>& done, const executor_type& ex);
+    // Terminal cancellation of work request `wr_id`: a posted work request cannot be
+    // recalled, so the queue pair goes to the error state (as when the connection is lost)
+    // and the request completes with operation_aborted once the device flushed it (its
+    // buffer stays the device's until then; done before that, it completes as done); the
+    // others complete with IBV_WC_WR_FLUSH_ERR.
+    void cancel(std::uint64_t wr_id) noexcept;
+    // What `wr_id` completes with, given the device's `ec` (under mutex_).
+    error_code outcome(std::uint64_t wr_id, error_code ec);
     // After handlers taken from the queue pair were handed over (a post makes work of its
     // own): no work kept on the executor once none waits (bound_executor).
     void settle() noexcept;
@@ -105,6 +114,7 @@ private:
     std::shared_ptr<cq_reader> reader_;
     std::unordered_map<std::uint64_t, handler> outstanding_;
     std::uint64_t next_wr_id_ = 1;
+    std::vector<std::uint64_t> cancelled_; // outstanding, cancelled: complete with operation_aborted
     bool closed_ = false;
     bool moving_ = false;
     bool busy_ = false;               // what executor_ was last told

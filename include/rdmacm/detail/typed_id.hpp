@@ -1,0 +1,89 @@
+#pragma once
+// What basic_cm_id and basic_listener share that depends on their Executor: the typed
+// executor, default completion tokens, and the asynchronous operations of every id (next
+// event, migrate). `Base` is their compiled, executor-agnostic part.
+#include "rdmacm/detail/id_handle.hpp"
+#include "rdmacm/event.hpp"
+#include "rdmacm/event_channel.hpp"
+
+#include <boost/asio/async_result.hpp>
+
+namespace rdmacm::detail {
+
+template <typename Executor, typename Base>
+class typed_id : public Base {
+public:
+    using executor_type = Executor;
+
+    /// The executor completion handlers run on unless they have their own: the one the id
+    /// was created with, or the one it last migrated to.
+    executor_type get_executor() const noexcept { return executor_as<Executor>(Base::get_executor()); }
+
+    /// Waits for the next CM event that no other operation consumes: the peer's
+    /// DISCONNECTED, ADDR_CHANGE, DEVICE_REMOVAL, TIMEWAIT_EXIT, and events the id got
+    /// through calls made on `native_handle()`. Events are kept, in order, until asked for.
+    ///
+    /// @par Completion Signature
+    /// `void(error_code, cm_event)`. Errors: operation_aborted, errc::operation_in_progress
+    /// (another next-event wait is outstanding), errc::not_open.
+    /// @par Per-Operation Cancellation
+    /// terminal, partial, total: the wait ends with operation_aborted; no event is lost
+    /// (a later wait gets it).
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_next_event(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->template start<void(error_code, cm_event)>(op_kind::next_event, std::forward<Token>(token),
+                                                                op_call{});
+    }
+
+    /// Moves the id, live, to `target` (`rdma_migrate_id`): from then on its events come
+    /// through `target` and its handlers run on `ex` (default: the target's executor) —
+    /// between io_contexts, or between strands of one. Works in any state (resolving,
+    /// connecting, a connection request before accept, established, disconnecting), except
+    /// a listening listener (errc::listener_cannot_migrate: migrate before listen).
+    ///
+    /// While it moves, nothing of the id runs on the old channel: events are held and new
+    /// operations wait; afterwards they are delivered, then started, on the new executor,
+    /// in order, before anything newer (per-id FIFO: no event lost, duplicated or
+    /// reordered). Outstanding operations carry on and complete on the new executor
+    /// (unless their handler has an executor of its own). Handlers already handed to the
+    /// old executor run before the migration completes. Never blocks a thread: the
+    /// migrate call itself is made on the old channel's reader strand and does not wait
+    /// (every event read was acknowledged at once).
+    ///
+    /// A coroutine awaiting this stays on its own executor (as any Asio operation's
+    /// awaiter does); to follow the id, run the coroutine on a strand and migrate with that
+    /// strand's executor as `ex`, as `shard_pool` does for its connections.
+    ///
+    /// @par Completion Signature
+    /// `void(error_code)`. Errors: the call's errno (location "rdma_migrate_id"; the id
+    /// then stays, fully usable, where it was), errc::operation_in_progress (another
+    /// migration of the id is under way), errc::listener_cannot_migrate,
+    /// errc::channel_closed, errc::not_open, operation_aborted (closed while moving).
+    /// Executor: the handler's, by default `ex`.
+    /// @par Per-Operation Cancellation
+    /// None: a migration is short and cannot be undone halfway; a cancellation request is
+    /// ignored.
+    /// Lifetime: both channels' execution contexts must outlive the operation.
+    template <typename ChannelExecutor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                                            Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_migrate(basic_event_channel<ChannelExecutor>& target,
+                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->start_migrate(target.impl(),
+                                   target.is_open() ? boost::asio::any_io_executor(target.get_executor())
+                                                    : Base::get_executor(),
+                                   std::forward<Token>(token));
+    }
+    template <typename ChannelExecutor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                                            Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_migrate(basic_event_channel<ChannelExecutor>& target, const executor_type& ex,
+                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->start_migrate(target.impl(), boost::asio::any_io_executor(ex), std::forward<Token>(token));
+    }
+
+protected:
+    using Base::Base;
+    explicit typed_id(Base&& other) noexcept : Base(std::move(other)) {}
+};
+
+} // namespace rdmacm::detail

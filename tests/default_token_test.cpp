@@ -1,0 +1,94 @@
+// Asio's idiom for I/O objects, on the kernel CM: executor-typed objects (rebind_executor,
+// as_default_on, converting moves) and default completion tokens — a connection made, used,
+// moved and ended with token-less co_await, as an Asio user writes it first.
+#include "support/fixture.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <array>
+#include <cstring>
+#include <string_view>
+#include <type_traits>
+
+using namespace rdmacm;
+using namespace rdmacm::test;
+using namespace boost::asio::experimental::awaitable_operators;
+using asio::awaitable;
+
+namespace {
+
+using awaitable_channel = asio::use_awaitable_t<>::as_default_on_t<event_channel>;
+using awaitable_id = asio::use_awaitable_t<>::as_default_on_t<cm_id>;
+using awaitable_listener = asio::use_awaitable_t<>::as_default_on_t<listener>;
+using awaitable_queue_pair = asio::use_awaitable_t<>::as_default_on_t<queue_pair>;
+using default_executor = asio::use_awaitable_t<>::executor_with_default<asio::any_io_executor>;
+
+static_assert(std::is_same_v<awaitable_channel, basic_event_channel<default_executor>>);
+static_assert(std::is_same_v<awaitable_id, basic_cm_id<default_executor>>);
+static_assert(std::is_same_v<awaitable_listener, basic_listener<default_executor>>);
+static_assert(std::is_same_v<awaitable_queue_pair, basic_queue_pair<default_executor>>);
+static_assert(std::is_same_v<asio::default_completion_token_t<awaitable_id::executor_type>, asio::use_awaitable_t<>>);
+// A plain object converts into a typed one (a connection request's id, say), not back.
+static_assert(std::is_convertible_v<cm_id&&, awaitable_id>);
+static_assert(std::is_convertible_v<listener&&, awaitable_listener>);
+static_assert(std::is_convertible_v<queue_pair&&, awaitable_queue_pair>);
+static_assert(std::is_convertible_v<event_channel&&, awaitable_channel>);
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_connection_made_used_moved_and_ended_without_tokens, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        awaitable_channel server_channel(ctx), other_channel(ctx);
+        awaitable_listener l(server_channel);
+        l.bind(device_endpoint());
+        l.listen();
+
+        std::optional<awaitable_id> server;
+        std::optional<awaitable_queue_pair> server_qp, client_qp;
+        awaitable_id client(*channel); // typed id on a plain channel
+        auto accept = [&]() -> awaitable<void> {
+            server.emplace((co_await l.async_get_request()).id);
+            server_qp.emplace(*server);
+            co_await server->async_accept({});
+        };
+        auto connect = [&]() -> awaitable<void> {
+            co_await client.async_resolve_address(l.local_endpoint(), 2s);
+            co_await client.async_resolve_route(2s);
+            client_qp.emplace(client);
+            co_await client.async_connect({});
+        };
+        co_await (accept() && connect());
+
+        std::array<std::byte, 64> sbuf{}, cbuf{};
+        memory_region smr(server_qp->pd(), sbuf), cmr(client_qp->pd(), cbuf);
+        // One message before the server's id moves to another channel, one after.
+        for (std::string_view text : {"before the move", "after the move"}) {
+            std::memcpy(cbuf.data(), text.data(), text.size());
+            auto [got, sent] = co_await (server_qp->async_receive(smr, sbuf) &&
+                                         client_qp->async_send(cmr, std::span(cbuf).first(text.size())));
+            BOOST_TEST(sent == text.size());
+            BOOST_TEST(std::string_view(reinterpret_cast<const char*>(sbuf.data()), got) == text);
+            if (text == "before the move") co_await server->async_migrate(other_channel);
+        }
+        BOOST_TEST((server->get_executor() == other_channel.get_executor()));
+
+        // On IB a disconnect completes once the peer disconnected too.
+        auto server_side = [&]() -> awaitable<void> {
+            auto ev = co_await server->async_next_event();
+            BOOST_TEST(ev.type() == RDMA_CM_EVENT_DISCONNECTED);
+            co_await server->async_disconnect();
+        };
+        co_await (client.async_disconnect() && server_side());
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(the_composed_connect_without_a_token, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        awaitable_id client(*channel);
+        std::optional<cm_id> server;
+        auto ev = co_await (async_connect(client, l.local_endpoint(), with_qp()) && accept_into(l, server));
+        BOOST_TEST(ev.type() == RDMA_CM_EVENT_ESTABLISHED);
+        BOOST_TEST(server->is_open());
+    }());
+}
