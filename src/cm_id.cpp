@@ -100,6 +100,20 @@ cm_event cm_id_base::call_sync(op_kind kind, const op_call& call, error_code& ec
     return impl_->call_sync(kind, call, ec);
 }
 
+cm_event cm_id_base::call_sync(op_kind kind, const op_call& call) {
+    error_code ec;
+    auto ev = call_sync(kind, call, ec);
+    throw_if(ec);
+    return ev;
+}
+
+cm_event cm_id_base::next_event(std::chrono::milliseconds timeout) {
+    error_code ec;
+    auto ev = next_event(timeout, ec);
+    throw_if(ec);
+    return ev;
+}
+
 cm_event cm_id_base::next_event(std::chrono::milliseconds timeout, error_code& ec) {
     if (!impl_) {
         ec = errc::not_open;

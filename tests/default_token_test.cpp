@@ -3,7 +3,9 @@
 // moved and ended with token-less co_await, as an Asio user writes it first.
 #include "support/fixture.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <array>
 #include <cstring>
@@ -90,5 +92,27 @@ BOOST_FIXTURE_TEST_CASE(the_composed_connect_without_a_token, channel_fixture) {
         auto ev = co_await (async_connect(client, l.local_endpoint(), with_qp()) && accept_into(l, server));
         BOOST_TEST(ev.type() == RDMA_CM_EVENT_ESTABLISHED);
         BOOST_TEST(server->is_open());
+    }());
+}
+
+// A connect raced with a timer, as the README shows it: with as_tuple a failure is a result
+// and ends the race at once with its error (`||` waits for the first *success*: with
+// use_awaitable alone, a connect refused in milliseconds would look like a time-out). No
+// listener is connection_refused on both transports (rxe: REJECTED; siw: rdma_connect's
+// ECONNREFUSED).
+BOOST_FIXTURE_TEST_CASE(a_refused_connect_ends_a_race_with_a_timer_at_once, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        awaitable_id id(*channel);
+        asio::steady_timer timeout(ctx, 20s);
+        auto started = std::chrono::steady_clock::now();
+        auto r = co_await (async_connect(id, device_endpoint(1), with_qp(), asio::as_tuple(asio::use_awaitable)) ||
+                           timeout.async_wait(asio::as_tuple(asio::use_awaitable)));
+        auto took = std::chrono::steady_clock::now() - started;
+        BOOST_REQUIRE(r.index() == 0u); // the connect, not the timer
+        auto ec = std::get<0>(std::get<0>(r));
+        BOOST_TEST(ec == boost::system::errc::connection_refused, ec.what());
+        BOOST_TEST(took < 10s);
+        BOOST_TEST_MESSAGE("refused after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                                            << " ms: " << ec.what());
     }());
 }

@@ -7,6 +7,7 @@
 
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
@@ -40,16 +41,13 @@ std::tuple<error_code, cm_event> next_event(cm_id& id) {
 }
 
 // Connects `id` (synchronous) to `l` with blocking calls.
+// With the throwing overloads (a failure fails the test with its system_error).
 void connect_blocking(cm_id& id, const listener& l) {
-    error_code ec;
-    id.resolve_address(device_endpoint(l.local_endpoint().port()), 2s, ec);
-    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
-    id.resolve_route(2s, ec);
-    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+    id.resolve_address(device_endpoint(l.local_endpoint().port()), 2s);
+    id.resolve_route(2s);
     auto attr = rc_qp_attr();
     id.create_qp(attr);
-    auto ev = id.connect({}, ec);
-    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+    auto ev = id.connect({});
     BOOST_TEST(ev.type() == RDMA_CM_EVENT_ESTABLISHED);
 }
 
@@ -67,6 +65,8 @@ BOOST_AUTO_TEST_CASE(synchronous_round_trip) {
         error_code ec;
         client.resolve_route(1s, ec);
         BOOST_TEST((ec == errc::not_synchronous), ec.message());
+        BOOST_CHECK_EXCEPTION(client.resolve_route(1s), boost::system::system_error,
+                              [](const auto& e) { return e.code() == errc::not_synchronous; });
         BOOST_TEST(!migrate(client, synchronous));
         BOOST_TEST((std::get<0>(next_event(client)) == errc::synchronous_mode));
 

@@ -44,6 +44,7 @@ template <typename Executor = boost::asio::any_io_executor>
 class basic_event_channel {
 public:
     using executor_type = Executor;
+    using native_handle_type = rdma_event_channel*;
     /// The same channel type on another executor type (e.g. for `as_default_on`).
     template <typename Executor1>
     struct rebind_executor {
@@ -82,7 +83,7 @@ public:
     /// The executor the channel's reader and, by default, its ids run on.
     const executor_type& get_executor() const noexcept { return executor_; }
     /// The librdmacm channel (still owned by this object).
-    rdma_event_channel* native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
+    native_handle_type native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }
     /// Number of CM events read so far.
     std::uint64_t events_read() const noexcept { return impl_ ? impl_->events_read() : 0; }

@@ -63,6 +63,7 @@ template <typename Executor = boost::asio::any_io_executor>
 class basic_queue_pair {
 public:
     using executor_type = Executor;
+    using native_handle_type = ibv_qp*;
     /// The same queue pair type on another executor type (e.g. for `as_default_on`).
     template <typename Executor1>
     struct rebind_executor {
@@ -93,7 +94,7 @@ public:
     executor_type get_executor() const {
         return detail::executor_as<Executor>(impl_ ? impl_->get_executor() : executor_);
     }
-    ibv_qp* native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
+    native_handle_type native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
     /// The protection domain to register memory with.
     ibv_pd* pd() const noexcept { return impl_ ? impl_->native()->pd : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }

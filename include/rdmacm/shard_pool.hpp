@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace rdmacm {
@@ -100,11 +101,16 @@ public:
                                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_serve(listener& l, Serve serve,
                      Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return detail::async_start<void(error_code)>(
-            l.get_executor(), std::forward<Token>(token),
-            [impl = impl_, &l, s = detail::pool_impl::serve_function(std::move(serve))](auto handler) mutable {
-                impl->serve(l, std::move(s), std::move(handler));
-            });
+        // One line saying what is wrong, instead of std::function's many.
+        constexpr bool callable = std::is_invocable_r_v<boost::asio::awaitable<void>, Serve&, connection>;
+        static_assert(callable, "async_serve: `serve` must be callable as awaitable<void>(rdmacm::connection)");
+        if constexpr (callable) {
+            return detail::async_start<void(error_code)>(
+                l.get_executor(), std::forward<Token>(token),
+                [impl = impl_, &l, s = detail::pool_impl::serve_function(std::move(serve))](auto handler) mutable {
+                    impl->serve(l, std::move(s), std::move(handler));
+                });
+        }
     }
 
     /// Moves a live connection to shard `to`: its id (`rdma_migrate_id` to that shard's

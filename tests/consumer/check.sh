@@ -7,7 +7,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 if [ "$mode" = find_package ]; then
     cmake --install "$build" --prefix "$work/prefix" >/dev/null
-    test -f "$work/prefix/lib/pkgconfig/asio-rdmacm.pc" || { echo "no pkg-config file installed"; exit 1; }
+    pc_dir=$(dirname "$(find "$work/prefix" -name asio-rdmacm.pc)")
+    [ -f "$pc_dir/asio-rdmacm.pc" ] || { echo "no pkg-config file installed"; exit 1; }
+    # It names the prefix installed to, not the one configured.
+    includedir=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=includedir asio-rdmacm)
+    [ -f "$includedir/rdmacm/cm_id.hpp" ] ||
+        { echo "the pkg-config file's includedir, $includedir, is not the install's"; exit 1; }
     cmake -S "$src/tests/consumer" -B "$work/b" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 else
     cmake -S "$src/tests/consumer" -B "$work/b" -DASIO_RDMACM_SOURCE="$src" >/dev/null

@@ -35,13 +35,13 @@ public:
 
     /// @name Blocking calls of synchronous mode
     /// Each makes its librdmacm call and waits for the event that answers it; `ec` as the
-    /// asynchronous operation would complete with (errc::rejected, ...). Refused with
-    /// errc::not_synchronous on an id not in synchronous mode, errc::event_pending while
-    /// an event of the id is queued (read it with next_event first), and
-    /// errc::operation_in_progress while another blocking call runs on the id. If another
-    /// event came first, it is kept for next_event and the call fails with
-    /// errc::unexpected_event (its own answer follows through next_event). `close()` waits
-    /// for a blocking call in progress. Not thread-safe beyond that.
+    /// asynchronous operation would complete with (errc::rejected, ...), or, without `ec`,
+    /// thrown as system_error. Refused with errc::not_synchronous on an id not in
+    /// synchronous mode, errc::event_pending while an event of the id is queued (read it
+    /// with next_event first), and errc::operation_in_progress while another blocking call
+    /// runs on the id. If another event came first, it is kept for next_event and the call
+    /// fails with errc::unexpected_event (its own answer follows through next_event).
+    /// `close()` waits for a blocking call in progress. Not thread-safe beyond that.
     /// @{
     void resolve_address(const endpoint& remote, std::chrono::milliseconds timeout, error_code& ec) {
         resolve_address(endpoint{}, remote, timeout, ec);
@@ -66,6 +66,20 @@ public:
     /// The id's next event not taken by a call (e.g. the peer's DISCONNECTED), waiting up to
     /// `timeout` (boost::asio::error::timed_out), negative: no limit.
     cm_event next_event(std::chrono::milliseconds timeout, error_code& ec);
+
+    void resolve_address(const endpoint& remote, std::chrono::milliseconds timeout) {
+        resolve_address(endpoint{}, remote, timeout);
+    }
+    void resolve_address(const endpoint& local, const endpoint& remote, std::chrono::milliseconds timeout) {
+        call_sync(op_kind::resolve_address, op_call::resolve_address(local, remote, timeout));
+    }
+    void resolve_route(std::chrono::milliseconds timeout) {
+        call_sync(op_kind::resolve_route, op_call::resolve_route(timeout));
+    }
+    cm_event connect(const conn_params& params) { return call_sync(op_kind::establish, op_call::connect(params)); }
+    cm_event accept(const conn_params& params) { return call_sync(op_kind::establish, op_call::accept(params)); }
+    void disconnect() { call_sync(op_kind::disconnect, op_call::disconnect()); }
+    cm_event next_event(std::chrono::milliseconds timeout);
     /// @}
 
     cm_id_base(cm_id_base&&) noexcept = default;
@@ -81,6 +95,7 @@ protected:
 
 private:
     cm_event call_sync(op_kind kind, const op_call& call, error_code& ec);
+    cm_event call_sync(op_kind kind, const op_call& call); // throws system_error
 };
 
 } // namespace rdmacm::detail

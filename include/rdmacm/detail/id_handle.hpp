@@ -14,12 +14,13 @@ namespace rdmacm::detail {
 class id_handle {
 public:
     using executor_type = boost::asio::any_io_executor;
+    using native_handle_type = rdma_cm_id*;
 
     /// The executor completion handlers run on unless they have their own: the one the id
     /// was created with, or the one it last migrated to.
     executor_type get_executor() const noexcept { return impl_ ? impl_->get_executor() : executor_; }
     /// The librdmacm id (still owned by this object); nullptr when closed.
-    rdma_cm_id* native_handle() const noexcept { return impl_ && !impl_->closed() ? impl_->native() : nullptr; }
+    native_handle_type native_handle() const noexcept { return impl_ && !impl_->closed() ? impl_->native() : nullptr; }
     bool is_open() const noexcept { return native_handle() != nullptr; }
     /// For the library's own classes.
     const std::shared_ptr<id_impl>& impl() const noexcept { return impl_; }
