@@ -5,7 +5,6 @@
 // Per connection: COUNT receives posted, accept, COUNT messages of SIZE bytes sent, the
 // client's COUNT replies received, disconnect (with COUNT 0: the client's disconnect
 // answered). Stops on SIGINT or SIGTERM.
-#include "receive_queue.hpp"
 #include "sample_server.hpp"
 
 #include <iostream>
@@ -22,14 +21,14 @@ awaitable<void> serve(rdmacm::connection_request request, int n, std::uint32_t c
     try {
         const std::uint32_t depth = std::max<std::uint32_t>(count, 1);
         rdmacm::queue_pair qp(conn, {.max_send_wr = depth, .max_recv_wr = depth});
-        receive_queue replies(qp, depth, size, co_await asio::this_coro::executor); // posted before the accept
+        rdmacm::receive_pool replies(qp, depth, size); // posted before the accept
         std::vector<std::byte> out(size, std::byte{0x5a});
         rdmacm::memory_region out_mr(qp.pd(), out);
         co_await conn.async_accept({}, use_awaitable);
         for (std::uint32_t i = 0; i < count; ++i) co_await qp.async_send(out_mr, out, use_awaitable);
         std::uint32_t received = 0;
         while (received < count) {
-            auto [ec, length, slot] = co_await replies.async_next(asio::as_tuple(use_awaitable));
+            auto [ec, reply] = co_await replies.async_receive(asio::as_tuple(use_awaitable));
             if (ec) throw boost::system::system_error(ec, "receive");
             ++received;
         }

@@ -4,7 +4,7 @@
 // are then flushed), disconnect. Runs on the calling coroutine's executor.
 //
 // A one-byte message is a nudge (see echo_peer::round_trip): dropped, never echoed.
-#include "receive_queue.hpp"
+#include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -36,22 +36,19 @@ boost::asio::awaitable<std::size_t> echo(
     rdmacm::cm_id& conn, OnEstablished on_established, OnMessage on_message = [] {}) {
     namespace asio = boost::asio;
     rdmacm::queue_pair qp(conn, {.max_send_wr = echo_depth, .max_recv_wr = echo_depth});
-    receive_queue received(qp, echo_depth, echo_message_size, co_await asio::this_coro::executor);
+    rdmacm::receive_pool received(qp, echo_depth, echo_message_size);
     co_await conn.async_accept({}, asio::use_awaitable); // receives posted before
     on_established();
     std::size_t echoed = 0;
     for (;;) {
-        auto [ec, length, slot] = co_await received.async_next(asio::as_tuple(asio::use_awaitable));
-        if (ec) break; // flushed: the peer has gone
-        if (length == nudge_length) {
-            received.post(slot);
-            continue;
-        }
+        // (A message gives its buffer back to the pool when it goes, at the end of the loop.)
+        auto [ec, message] = co_await received.async_receive(asio::as_tuple(asio::use_awaitable));
+        if (ec) break;                                // flushed: the peer has gone
+        if (message.size() == nudge_length) continue; // dropped
         on_message();
-        auto [send_failed, bytes] = co_await qp.async_send(received.region(), received.slot(slot).first(length),
-                                                           asio::as_tuple(asio::use_awaitable));
+        auto [send_failed, bytes] =
+            co_await qp.async_send(received.region(), message.data(), asio::as_tuple(asio::use_awaitable));
         if (send_failed) break; // the connection broke, or its owner closed it
-        received.post(slot);
         ++echoed;
     }
     // Closed by its owner meanwhile (a pool that stops): nothing is left to disconnect.
@@ -72,7 +69,7 @@ public:
         rdmacm::cm_id id(channel);
         co_await id.async_resolve_address(server, 2s, asio::use_awaitable);
         co_await id.async_resolve_route(2s, asio::use_awaitable);
-        std::unique_ptr<echo_peer> peer(new echo_peer(std::move(id), size, co_await asio::this_coro::executor));
+        std::unique_ptr<echo_peer> peer(new echo_peer(std::move(id), size));
         co_await peer->id_.async_connect({}, asio::use_awaitable); // receives posted before
         co_return peer;
     }
@@ -92,28 +89,28 @@ public:
         std::memcpy(out_.data(), &n, sizeof n);
         for (std::size_t b = sizeof n; b < out_.size(); ++b) out_[b] = std::byte(static_cast<unsigned char>(n + b));
         co_await qp_.async_send(out_mr_, out_, asio::use_awaitable);
-        std::tuple<rdmacm::error_code, std::size_t, std::size_t> echo;
+        rdmacm::error_code ec;
+        rdmacm::received_message echo;
         for (asio::steady_timer timer(co_await asio::this_coro::executor);;) {
             if (echoed_) {
-                echo = co_await echoes_.async_next(asio::as_tuple(asio::use_awaitable));
+                std::tie(ec, echo) = co_await echoes_.async_receive(asio::as_tuple(asio::use_awaitable));
                 break;
             }
+            // A receive from the pool that times out loses nothing: the echo waits for the next.
             timer.expires_after(std::chrono::seconds(1));
-            auto first = co_await (echoes_.async_next(asio::as_tuple(asio::use_awaitable)) ||
+            auto first = co_await (echoes_.async_receive(asio::as_tuple(asio::use_awaitable)) ||
                                    timer.async_wait(asio::as_tuple(asio::use_awaitable)));
             if (first.index() == 0) {
-                echo = std::get<0>(first);
+                std::tie(ec, echo) = std::get<0>(std::move(first));
                 echoed_ = true;
                 break;
             }
             if (++nudges_ > max_nudges) throw std::runtime_error("no echo of the first message, nudged in vain");
             co_await qp_.async_send(out_mr_, std::span(out_).first(nudge_length), asio::use_awaitable);
         }
-        auto [ec, length, slot] = echo;
         if (ec) throw boost::system::system_error(ec, "receive");
-        if (length != out_.size() || std::memcmp(echoes_.slot(slot).data(), out_.data(), out_.size()) != 0)
+        if (echo.size() != out_.size() || std::memcmp(echo.data().data(), out_.data(), out_.size()) != 0)
             throw std::runtime_error("echo of message " + std::to_string(n) + " differs from what was sent");
-        echoes_.post(slot);
     }
 
     boost::asio::awaitable<void> disconnect() { co_await id_.async_disconnect(boost::asio::use_awaitable); }
@@ -122,13 +119,13 @@ public:
     int nudges() const noexcept { return nudges_; }
 
 private:
-    echo_peer(rdmacm::cm_id id, std::size_t size, const boost::asio::any_io_executor& ex)
-        : id_(std::move(id)), qp_(id_, {.max_send_wr = 4, .max_recv_wr = 4}), echoes_(qp_, 4, size, ex), out_(size),
+    echo_peer(rdmacm::cm_id id, std::size_t size)
+        : id_(std::move(id)), qp_(id_, {.max_send_wr = 4, .max_recv_wr = 4}), echoes_(qp_, 4, size), out_(size),
           out_mr_(qp_.pd(), out_) {}
 
     rdmacm::cm_id id_;
     rdmacm::queue_pair qp_;
-    receive_queue echoes_;
+    rdmacm::receive_pool echoes_;
     std::vector<std::byte> out_;
     rdmacm::memory_region out_mr_;
     bool echoed_ = false;

@@ -95,6 +95,8 @@ public:
         return detail::executor_as<Executor>(impl_ ? impl_->get_executor() : executor_);
     }
     native_handle_type native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
+    /// For the library's own classes.
+    const std::shared_ptr<detail::qp_impl>& impl() const noexcept { return impl_; }
     /// The protection domain to register memory with.
     ibv_pd* pd() const noexcept { return impl_ ? impl_->native()->pd : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }

@@ -15,5 +15,6 @@
 #include "rdmacm/placement.hpp"
 #include "rdmacm/qp_attr.hpp"
 #include "rdmacm/queue_pair.hpp"
+#include "rdmacm/receive_pool.hpp"
 #include "rdmacm/rebalance.hpp"
 #include "rdmacm/shard_pool.hpp"

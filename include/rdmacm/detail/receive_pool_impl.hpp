@@ -1,0 +1,83 @@
+#pragma once
+// The shared state behind a receive_pool (compiled in src/receive_pool.cpp): its buffers,
+// the receives it keeps posted in them, the messages that arrived and are not yet taken,
+// and the one operation waiting for the next.
+//
+// Lifetime: each posted receive's handler holds the pool, because the device writes into
+// its buffer until the receive completes (flushed, at the latest, when the queue pair
+// closes). Messages handed out hold it too: they give their buffer back when destroyed.
+#include "rdmacm/detail/qp_impl.hpp"
+#include "rdmacm/error.hpp"
+#include "rdmacm/memory_region.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace rdmacm {
+class received_message;
+}
+
+namespace rdmacm::detail {
+
+class receive_pool_impl : public std::enable_shared_from_this<receive_pool_impl> {
+public:
+    using handler = boost::asio::any_completion_handler<void(error_code, received_message)>;
+
+    // Registers `depth` buffers of `message_size` bytes on the queue pair's protection
+    // domain and posts a receive into each; throws system_error ("ibv_reg_mr").
+    static std::shared_ptr<receive_pool_impl> create(std::shared_ptr<qp_impl> qp, std::size_t depth,
+                                                     std::size_t message_size);
+
+    // Completes `h` with the next message (in arrival order), or the error that broke the
+    // queue pair once every message before it was taken.
+    void receive(handler h);
+    // Completes `h` with `ec` on `ex` (nothing to receive from).
+    static void refuse(const boost::asio::any_io_executor& ex, handler h, error_code ec);
+    boost::asio::any_io_executor executor() const { return qp_->get_executor(); }
+    // A message's buffer, back for another receive.
+    void give_back(std::uint32_t slot) noexcept;
+    std::span<const std::byte> data(std::uint32_t slot, std::uint32_t size) const noexcept {
+        return std::span<const std::byte>(buffer_).subspan(std::size_t{slot} * slot_size_, size);
+    }
+    const memory_region& region() const noexcept { return region_; }
+    std::size_t message_size() const noexcept { return slot_size_; }
+    // The owner is gone: a waiting operation ends (operation_aborted), buffers given back
+    // are not posted again.
+    void close() noexcept;
+
+private:
+    struct arrival {
+        error_code ec;
+        std::uint32_t slot;
+        std::uint32_t size;
+    };
+    struct waiter {
+        handler h;
+        std::uint64_t id;
+    };
+    receive_pool_impl(std::shared_ptr<qp_impl> qp, std::size_t depth, std::size_t message_size);
+    void post(std::uint32_t slot);
+    void arrived(arrival a);
+    void cancel(std::uint64_t id) noexcept;
+    void complete(handler h, const arrival& a);
+
+    std::shared_ptr<qp_impl> qp_;
+    std::size_t slot_size_;
+    std::vector<std::byte> buffer_;
+    memory_region region_;
+    std::mutex mutex_;
+    std::deque<arrival> arrived_;
+    std::list<waiter> waiting_; // at most one (a list: Boost 1.81's handler move-assignment recurses)
+    std::uint64_t next_wait_ = 0;
+    error_code broken_; // the first error a receive completed with: the queue pair is in error
+    bool closed_ = false;
+};
+
+} // namespace rdmacm::detail

@@ -1,0 +1,147 @@
+#pragma once
+/// @file
+/// `rdmacm::basic_receive_pool`: receives kept posted on a queue pair, messages taken in
+/// order — a receive that can time out without losing what comes later.
+#include "rdmacm/detail/async_start.hpp"
+#include "rdmacm/detail/receive_pool_impl.hpp"
+#include "rdmacm/queue_pair.hpp"
+
+#include <boost/asio/async_result.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <type_traits>
+
+namespace rdmacm {
+
+/// A message a `receive_pool` received: its bytes stay in the pool's buffer (inside the
+/// pool's `region()`, so they can be sent on as they are) until this object is destroyed,
+/// which gives the buffer back for another receive. Move-only; may be destroyed on any
+/// thread. Empty when the operation that yielded it failed.
+class received_message {
+public:
+    received_message() noexcept = default;
+    received_message(received_message&& other) noexcept
+        : pool_(std::move(other.pool_)), slot_(other.slot_), size_(other.size_) {}
+    received_message& operator=(received_message&& other) noexcept {
+        if (this != &other) {
+            give_back();
+            pool_ = std::move(other.pool_);
+            slot_ = other.slot_;
+            size_ = other.size_;
+        }
+        return *this;
+    }
+    received_message(const received_message&) = delete;
+    received_message& operator=(const received_message&) = delete;
+    ~received_message() { give_back(); }
+
+    std::span<const std::byte> data() const noexcept {
+        return pool_ ? pool_->data(slot_, size_) : std::span<const std::byte>{};
+    }
+    std::size_t size() const noexcept { return pool_ ? size_ : 0; }
+    bool empty() const noexcept { return size() == 0; }
+
+    /// For the library: a message in buffer `slot` of `pool`.
+    received_message(std::shared_ptr<detail::receive_pool_impl> pool, std::uint32_t slot, std::uint32_t size) noexcept
+        : pool_(std::move(pool)), slot_(slot), size_(size) {}
+
+private:
+    void give_back() noexcept {
+        if (auto pool = std::move(pool_)) pool->give_back(slot_);
+    }
+    std::shared_ptr<detail::receive_pool_impl> pool_;
+    std::uint32_t slot_ = 0, size_ = 0;
+};
+
+/// `depth` receives of up to `message_size` bytes each, kept posted on a queue pair in
+/// memory of the pool's own (registered on the queue pair's protection domain), and the
+/// messages they receive, queued in arrival order until `async_receive` takes them. Post
+/// the receives before the peer can send: create the pool before `async_accept` /
+/// `async_connect` (iWARP has no receiver-not-ready retry: a message that finds no receive
+/// posted breaks the connection). Keep the pool's depth within the queue pair's
+/// `max_recv_wr`.
+///
+/// Unlike `queue_pair::async_receive`, a receive from the pool can be cancelled with every
+/// cancellation type, the connection unharmed and nothing lost: a message that arrives
+/// after the wait ended waits for the next `async_receive`. So
+/// `co_await (pool.async_receive() || timer.async_wait())` is a receive with a time-out.
+///
+/// Lifetime: destroying the pool ends a waiting operation (operation_aborted); its buffers
+/// live on, held by the receives still posted (the device may still write into them) and
+/// by the messages not yet destroyed, until the queue pair flushes them (at the latest when
+/// it is closed). Thread safety: `async_receive` from one thread at a time (as for any Asio
+/// I/O object); messages may be destroyed on any thread.
+///
+/// `Executor`: constructible from `any_io_executor` (see `basic_event_channel`).
+template <typename Executor = boost::asio::any_io_executor>
+class basic_receive_pool {
+public:
+    using executor_type = Executor;
+    /// The same pool type on another executor type (e.g. for `as_default_on`).
+    template <typename Executor1>
+    struct rebind_executor {
+        using other = basic_receive_pool<Executor1>;
+    };
+
+    /// Throws system_error ("ibv_reg_mr"), errc::not_open (a closed queue pair), or
+    /// std::invalid_argument for a depth or message size of 0 or beyond 2^32 − 1.
+    template <typename QueuePairExecutor>
+    basic_receive_pool(basic_queue_pair<QueuePairExecutor>& qp, std::size_t depth, std::size_t message_size)
+        : executor_(qp.get_executor()), impl_(detail::receive_pool_impl::create(qp.impl(), depth, message_size)) {}
+    basic_receive_pool(basic_receive_pool&&) noexcept = default;
+    basic_receive_pool& operator=(basic_receive_pool&& other) noexcept {
+        if (this != &other) {
+            close();
+            impl_ = std::move(other.impl_);
+        }
+        return *this;
+    }
+    ~basic_receive_pool() { close(); }
+
+    /// The queue pair's executor (it follows the id's migrations).
+    executor_type get_executor() const { return detail::executor_as<Executor>(impl_ ? impl_->executor() : executor_); }
+    /// The memory the messages are in: a message's `data()` can be sent from it as it is.
+    const memory_region& region() const noexcept { return impl_->region(); }
+    std::size_t message_size() const noexcept { return impl_->message_size(); }
+
+    /// Ends a waiting operation (operation_aborted); later ones get errc::not_open.
+    void close() noexcept {
+        if (auto impl = std::move(impl_)) impl->close();
+    }
+
+    /// Takes the next message, in the order they arrived; waits for one if none is there.
+    ///
+    /// @par Completion Signature
+    /// `void(error_code, received_message)`. Errors: the work completion's status once
+    /// every message received before the queue pair broke was taken (e.g.
+    /// IBV_WC_WR_FLUSH_ERR: the connection is gone), then that one again for every later
+    /// call; errc::operation_in_progress (another receive of this pool waits);
+    /// errc::not_open; operation_aborted.
+    /// @par Per-Operation Cancellation
+    /// terminal, partial, total: the operation ends with operation_aborted and nothing is
+    /// lost (a message that arrives later waits for the next call).
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, received_message))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_receive(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        boost::asio::any_io_executor ex = impl_ ? impl_->executor() : executor_;
+        return detail::async_start<void(error_code, received_message)>(
+            ex, std::forward<Token>(token), [impl = impl_, ex](auto handler) {
+                if (impl)
+                    impl->receive(std::move(handler));
+                else
+                    detail::receive_pool_impl::refuse(ex, std::move(handler), errc::not_open);
+            });
+    }
+
+private:
+    boost::asio::any_io_executor executor_; // the queue pair's when the pool was made
+    std::shared_ptr<detail::receive_pool_impl> impl_;
+};
+
+/// The receive pool on any executor (`any_io_executor`).
+using receive_pool = basic_receive_pool<>;
+
+} // namespace rdmacm

@@ -1,0 +1,134 @@
+#include "rdmacm/receive_pool.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <limits>
+#include <stdexcept>
+
+namespace rdmacm::detail {
+
+namespace {
+constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
+} // namespace
+
+std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_impl> qp, std::size_t depth,
+                                                             std::size_t message_size) {
+    if (!qp) throw boost::system::system_error(errc::not_open);
+    constexpr std::size_t most = std::numeric_limits<std::uint32_t>::max() - 1;
+    if (depth == 0 || message_size == 0 || depth > most || message_size > most)
+        throw std::invalid_argument("receive_pool: depth and message size must be in 1 .. 2^32 - 2");
+    std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), depth, message_size));
+    for (std::size_t i = 0; i < depth; ++i) pool->post(static_cast<std::uint32_t>(i));
+    return pool;
+}
+
+receive_pool_impl::receive_pool_impl(std::shared_ptr<qp_impl> qp, std::size_t depth, std::size_t message_size)
+    : qp_(std::move(qp)), slot_size_(message_size), buffer_(depth * message_size), region_(qp_->native()->pd, buffer_) {
+}
+
+void receive_pool_impl::post(std::uint32_t slot) {
+    const auto* base = buffer_.data() + std::size_t{slot} * slot_size_;
+    work_request wr{work_request::kind::receive, reinterpret_cast<std::uintptr_t>(base),
+                    static_cast<std::uint32_t>(slot_size_), region_.lkey()};
+    // Held by the receive: the device may write into the buffer until it completes.
+    qp_->post(wr, [self = shared_from_this(), slot](error_code ec, std::size_t n) {
+        self->arrived({ec, slot, static_cast<std::uint32_t>(n)});
+    });
+}
+
+void receive_pool_impl::give_back(std::uint32_t slot) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_ || broken_) return; // nobody takes it, or the queue pair would flush it
+    }
+    try {
+        post(slot);
+    } catch (...) {
+        // Out of memory for the receive's handler: the buffer stays out of use.
+    }
+}
+
+void receive_pool_impl::arrived(arrival a) {
+    std::unique_lock lock(mutex_);
+    if (closed_) return; // nobody takes it: its buffer goes with the pool
+    if (a.ec) {
+        // The queue pair is in error: every other receive is flushed too. The first error
+        // is kept: it is what a receive gets once the messages before it are taken.
+        if (broken_) return;
+        broken_ = a.ec;
+        a.slot = no_slot;
+    }
+    if (waiting_.empty()) {
+        arrived_.push_back(a);
+        return;
+    }
+    auto h = std::move(waiting_.front().h);
+    waiting_.pop_front();
+    lock.unlock();
+    complete(std::move(h), a);
+}
+
+void receive_pool_impl::receive(handler h) {
+    std::unique_lock lock(mutex_);
+    if (closed_ || !waiting_.empty()) {
+        lock.unlock();
+        refuse(executor(), std::move(h), closed_ ? errc::not_open : errc::operation_in_progress);
+        return;
+    }
+    if (!arrived_.empty() || broken_) {
+        arrival a = arrived_.empty() ? arrival{broken_, no_slot, 0} : arrived_.front();
+        if (!arrived_.empty()) arrived_.pop_front();
+        lock.unlock();
+        complete(std::move(h), a);
+        return;
+    }
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    const std::uint64_t id = next_wait_++;
+    waiting_.push_back({std::move(h), id});
+    lock.unlock();
+    // Every type: ending the wait loses nothing, the next message waits for the next call.
+    if (slot.is_connected())
+        slot.assign([weak = weak_from_this(), id](boost::asio::cancellation_type) {
+            if (auto self = weak.lock()) self->cancel(id);
+        });
+}
+
+void receive_pool_impl::cancel(std::uint64_t id) noexcept {
+    std::unique_lock lock(mutex_);
+    if (waiting_.empty() || waiting_.front().id != id) return; // completed already
+    auto h = std::move(waiting_.front().h);
+    waiting_.pop_front();
+    lock.unlock();
+    complete(std::move(h), {boost::asio::error::operation_aborted, no_slot, 0});
+}
+
+void receive_pool_impl::close() noexcept {
+    std::unique_lock lock(mutex_);
+    closed_ = true;
+    arrived_.clear(); // their buffers are not posted again
+    if (waiting_.empty()) return;
+    auto h = std::move(waiting_.front().h);
+    waiting_.pop_front();
+    lock.unlock();
+    complete(std::move(h), {boost::asio::error::operation_aborted, no_slot, 0});
+}
+
+// Never inside the initiating call: queued on the queue pair's executor, from which Asio
+// hands it to the handler's own if it has one.
+void receive_pool_impl::complete(handler h, const arrival& a) {
+    received_message message;
+    if (!a.ec && a.slot != no_slot) message = received_message(shared_from_this(), a.slot, a.size);
+    auto ex = executor();
+    if (!ex) return; // the context has shut down: nothing runs there any more
+    boost::asio::post(ex, boost::asio::append(std::move(h), a.ec, std::move(message)));
+}
+
+void receive_pool_impl::refuse(const boost::asio::any_io_executor& ex, handler h, error_code ec) {
+    if (!ex) return;
+    boost::asio::post(ex, boost::asio::append(std::move(h), ec, received_message{}));
+}
+
+} // namespace rdmacm::detail

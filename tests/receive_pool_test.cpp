@@ -1,0 +1,150 @@
+// receive_pool on the kernel CM and a real (soft) device: messages taken in arrival order,
+// each buffer given back; a receive that times out (or is cancelled with any type) loses
+// nothing and leaves the connection working; a broken connection ends every receive with
+// its error; closing ends a waiting one.
+#include "support/connection_pair.hpp"
+#include "support/fixture.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstring>
+#include <string>
+#include <string_view>
+
+using namespace rdmacm;
+using namespace rdmacm::test;
+using namespace boost::asio::experimental::awaitable_operators;
+using asio::awaitable;
+using asio::use_awaitable;
+
+namespace {
+
+constexpr std::size_t depth = 8, size = 64;
+
+std::string_view text_of(const received_message& m) {
+    return {reinterpret_cast<const char*>(m.data().data()), m.size()};
+}
+
+// Sends `text` from `buf` (inside `mr`) on the client's queue pair.
+awaitable<void> send(connection_pair& p, const memory_region& mr, std::span<std::byte> buf, std::string_view text) {
+    std::memcpy(buf.data(), text.data(), text.size());
+    co_await p.client_qp->async_send(mr, buf.first(text.size()), use_awaitable);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        receive_pool pool(*p.server_qp, depth, size);
+        std::vector<std::byte> cbuf(size);
+        memory_region cmr(p.client_qp->pd(), cbuf);
+
+        // 4 rounds of depth - 1 messages: each round's buffers given back before the next.
+        int next = 0, expected = 0;
+        for (int round = 0; round < 4; ++round) {
+            for (std::size_t i = 0; i + 1 < depth; ++i) co_await send(p, cmr, cbuf, "m" + std::to_string(next++));
+            for (std::size_t i = 0; i + 1 < depth; ++i) {
+                auto [ec, m] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
+                BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+                BOOST_TEST(text_of(m) == "m" + std::to_string(expected++));
+                BOOST_TEST(pool.region().contains(m.data()));
+            }
+        }
+
+        // Timed out: the message sent afterwards is the next one taken.
+        asio::steady_timer timer(ctx, 100ms);
+        auto winner = co_await (pool.async_receive(asio::as_tuple(use_awaitable)) || timer.async_wait(use_awaitable));
+        BOOST_TEST(winner.index() == 1u);
+        co_await send(p, cmr, cbuf, "late");
+        auto [ec, late] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        BOOST_TEST(text_of(late) == "late");
+
+        // Each cancellation type ends a wait; the connection carries on.
+        for (auto type :
+             {asio::cancellation_type::partial, asio::cancellation_type::total, asio::cancellation_type::terminal}) {
+            asio::cancellation_signal cancel;
+            std::optional<error_code> ended;
+            pool.async_receive(
+                asio::bind_cancellation_slot(cancel.slot(), [&](error_code e, received_message) { ended = e; }));
+            cancel.emit(type);
+            asio::steady_timer wait(ctx, 10ms);
+            for (int i = 0; i < 500 && !ended; ++i) {
+                wait.expires_after(10ms);
+                co_await wait.async_wait(use_awaitable);
+            }
+            BOOST_REQUIRE(ended.has_value());
+            BOOST_TEST((*ended == asio::error::operation_aborted), ended->message());
+            co_await send(p, cmr, cbuf, "after");
+            auto [e2, m2] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
+            BOOST_REQUIRE_MESSAGE(!e2, e2.message());
+            BOOST_TEST(text_of(m2) == "after");
+        }
+
+        // One receive at a time.
+        std::optional<error_code> first;
+        pool.async_receive([&](error_code e, received_message) { first = e; });
+        auto busy = std::get<0>(co_await pool.async_receive(asio::as_tuple(use_awaitable)));
+        BOOST_TEST((busy == errc::operation_in_progress), busy.message());
+        co_await send(p, cmr, cbuf, "first");
+        asio::steady_timer wait(ctx, 10ms);
+        for (int i = 0; i < 500 && !first; ++i) {
+            wait.expires_after(10ms);
+            co_await wait.async_wait(use_awaitable);
+        }
+        BOOST_TEST((first && !*first));
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_broken_connection_ends_every_receive_with_its_error, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        receive_pool pool(*p.server_qp, depth, size);
+        std::vector<std::byte> cbuf(size);
+        memory_region cmr(p.client_qp->pd(), cbuf);
+        co_await send(p, cmr, cbuf, "before");
+
+        // The peer disconnects: what came before is still taken first, then the error.
+        // (On IB a disconnect completes once the peer disconnected too.)
+        auto server_side = [&]() -> awaitable<void> {
+            co_await p.server->async_next_event(asio::as_tuple(use_awaitable));
+            co_await p.server->async_disconnect(asio::as_tuple(use_awaitable));
+        };
+        auto client_side = [&]() -> awaitable<void> {
+            co_await p.client->async_disconnect(asio::as_tuple(use_awaitable));
+        };
+        co_await (client_side() && server_side());
+        auto [ec, m] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
+        BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+        BOOST_TEST(text_of(m) == "before");
+        auto [e1, m1] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
+        BOOST_TEST((e1 == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), e1.message());
+        BOOST_TEST(m1.empty());
+        auto [e2, m2] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
+        BOOST_TEST((e2 == e1), e2.message());
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(closing_ends_a_waiting_receive, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        receive_pool pool(*p.server_qp, depth, size);
+        std::optional<error_code> ended;
+        pool.async_receive([&](error_code e, received_message) { ended = e; });
+        pool.close();
+        auto [ec, m] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
+        BOOST_TEST((ec == errc::not_open), ec.message());
+        BOOST_REQUIRE(ended.has_value());
+        BOOST_TEST((*ended == asio::error::operation_aborted), ended->message());
+    }());
+}
