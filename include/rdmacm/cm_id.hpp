@@ -168,7 +168,7 @@ public:
     /// Refused with errc::event_pending while anything of the id is queued or expected (an
     /// event not yet delivered, an operation or next-event wait outstanding — cancel it,
     /// or let it complete, first): librdmacm's next blocking call would take that event
-    /// for its own answer (semantics F5). An event the kernel still held is caught after
+    /// for its own answer (docs/semantics.md, F5). An event the kernel still held is caught after
     /// the move, and the move undone. Already synchronous: completes at once.
     /// The blocking calls (`resolve_address`, `connect`, ...) are detail::cm_id_base's.
     ///
