@@ -21,6 +21,9 @@ void check(const error_code& ec, const std::string& call, int err) {
     BOOST_TEST(ec.value() == err, ec.message());
     BOOST_TEST((ec.category() == boost::system::system_category()));
     BOOST_TEST(std::string(ec.location().function_name()) == call);
+    // What a user sees names the call, not where the library was built.
+    BOOST_TEST(std::string(ec.what()).find("/src/") == std::string::npos, ec.what());
+    BOOST_TEST(std::string(ec.what()).find("'" + call + "'") != std::string::npos, ec.what());
 }
 
 template <typename F>

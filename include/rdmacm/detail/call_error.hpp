@@ -7,10 +7,12 @@
 
 #include <cerrno>
 
-// The error `e` (an errno value) of the call named `call_name`.
+// The error `e` (an errno value) of the call named `call_name`. The location's file is the
+// source file's name alone (__FILE_NAME__): ec.what() must not show where the library was
+// built.
 #define RDMACM_CALL_ERRNO(call_name, e)                                                                                \
     ([](int code) {                                                                                                    \
-        static constexpr ::boost::source_location loc(__FILE__, __LINE__, call_name);                                  \
+        static constexpr ::boost::source_location loc(__FILE_NAME__, __LINE__, call_name);                             \
         return ::boost::system::error_code(code, ::boost::system::system_category(), &loc);                            \
     }(e))
 
