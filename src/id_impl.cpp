@@ -39,6 +39,7 @@ struct id_impl::canceller {
 
 std::shared_ptr<id_impl> id_impl::create(std::shared_ptr<channel_impl> channel, const executor_type& ex,
                                          rdma_port_space ps) {
+    if (!channel) throw boost::system::system_error(errc::channel_closed); // a closed or moved-from channel
     rdma_cm_id* id = nullptr;
     if (rdma_create_id(channel->native(), &id, nullptr, ps) != 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_id"));

@@ -103,6 +103,16 @@ BOOST_FIXTURE_TEST_CASE(closed_and_moved_from_objects, channel_fixture) {
         auto [ec2, ev] = co_await a.async_next_event(asio::as_tuple(use_awaitable));
         BOOST_TEST(ec2 == make_error_code(errc::not_open));
         BOOST_TEST(ev.empty());
+
+        // An id on a closed or moved-from channel: refused, not a crash.
+        event_channel closed(ctx), moved(ctx);
+        closed.close();
+        BOOST_TEST(!closed.is_open());
+        event_channel taker(std::move(moved));
+        auto refused = [](const boost::system::system_error& e) { return e.code() == errc::channel_closed; };
+        BOOST_CHECK_EXCEPTION(cm_id{closed}, boost::system::system_error, refused);
+        BOOST_CHECK_EXCEPTION(cm_id{moved}, boost::system::system_error, refused); // NOLINT(bugprone-use-after-move)
+        BOOST_CHECK_EXCEPTION(listener{closed}, boost::system::system_error, refused);
     }());
 }
 

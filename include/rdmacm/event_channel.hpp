@@ -85,6 +85,10 @@ public:
     /// The librdmacm channel (still owned by this object).
     native_handle_type native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }
+    /// Lets go of the channel: this object is closed (ids can no longer be made on it:
+    /// errc::channel_closed), and the channel itself ends once its last id is gone, its
+    /// reader then leaving the execution context. Idempotent; also done by the destructor.
+    void close() noexcept { release(); }
     /// Number of CM events read so far.
     std::uint64_t events_read() const noexcept { return impl_ ? impl_->events_read() : 0; }
 
