@@ -87,10 +87,14 @@ public:
     /// if given (else from the address the route to `remote` uses). `timeout` bounds the
     /// kernel's resolution (then errc::address_error, status -ETIMEDOUT).
     ///
-    /// Signature: `void(error_code)`. Errors: errc::address_error (the event's status is the
-    /// kernel's reason), errc::address_family_not_supported, the call's errno
-    /// (system_category, location "rdma_resolve_addr"), errc::not_open,
-    /// errc::operation_in_progress, operation_aborted. Cancellation: terminal.
+    /// @par Completion Signature
+    /// `void(error_code)`. Errors: errc::address_error (the event's status is the kernel's
+    /// reason), errc::address_family_not_supported, the call's errno (system_category,
+    /// location "rdma_resolve_addr"), errc::not_open, errc::operation_in_progress,
+    /// operation_aborted. Executor: the handler's, by default `get_executor()`.
+    /// @par Per-Operation Cancellation
+    /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
+    /// recalled and goes on, its event dropped when it comes (see the class's description).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_resolve_address(const endpoint& remote, std::chrono::milliseconds timeout,
@@ -106,8 +110,13 @@ public:
     }
 
     /// Resolves the route to the resolved address (`rdma_resolve_route`).
-    /// Signature: `void(error_code)`; errc::route_error, the call's errno, as above.
-    /// Cancellation: terminal.
+    ///
+    /// @par Completion Signature
+    /// `void(error_code)`. Errors: errc::route_error, the call's errno (location
+    /// "rdma_resolve_route"), and as for async_resolve_address.
+    /// @par Per-Operation Cancellation
+    /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
+    /// recalled and goes on, its event dropped when it comes (see the class's description).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_resolve_route(std::chrono::milliseconds timeout,
@@ -120,12 +129,19 @@ public:
     /// that event (the peer's accept private data, `conn_param()`). Create the queue pair
     /// first (iWARP requires one).
     ///
-    /// Signature: `void(error_code, cm_event)`. Errors: errc::rejected (the event keeps the
-    /// reject reason as `status()` and the peer's private data), errc::unreachable,
-    /// errc::connect_error, errc::disconnected (the connection went before it was
-    /// established: DISCONNECTED, or TIMEWAIT_EXIT alone), errc::device_removed,
-    /// errc::private_data_too_long, the call's errno, errc::not_open,
-    /// errc::operation_in_progress, operation_aborted. Cancellation: terminal.
+    /// @par Completion Signature
+    /// `void(error_code, cm_event)`. Errors: errc::rejected (the event keeps the reject
+    /// reason as `status()` and the peer's private data; compares equal to
+    /// connection_refused, as does iWARP's ECONNREFUSED from the call when nothing
+    /// listens), errc::unreachable, errc::connect_error, errc::disconnected (the connection
+    /// went before it was established: DISCONNECTED, or TIMEWAIT_EXIT alone),
+    /// errc::device_removed, errc::private_data_too_long, the call's errno, errc::not_open,
+    /// errc::operation_in_progress, operation_aborted. Executor: the handler's, by default
+    /// `get_executor()`.
+    /// @par Per-Operation Cancellation
+    /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
+    /// recalled and goes on, its event dropped when it comes (see the class's description).
+    /// After a cancelled connect the id is only good for `close()`.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_connect(const conn_params& params,
@@ -136,8 +152,12 @@ public:
 
     /// Accepts the connection request this id came from (`rdma_accept`) and completes when
     /// the connection is ESTABLISHED. Create the queue pair first.
-    /// Signature: `void(error_code, cm_event)`; errors as for async_connect.
-    /// Cancellation: terminal.
+    ///
+    /// @par Completion Signature
+    /// `void(error_code, cm_event)`; errors as for async_connect.
+    /// @par Per-Operation Cancellation
+    /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
+    /// recalled and goes on, its event dropped when it comes (see the class's description).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_accept(const conn_params& params,
@@ -150,7 +170,13 @@ public:
     /// that waits for the peer's own disconnect (or the CM's time-out); if the peer
     /// disconnected first, it completes at once; a TIMEWAIT_EXIT with no DISCONNECTED
     /// before it completes it too (the connection is gone).
-    /// Signature: `void(error_code)`. Cancellation: terminal.
+    ///
+    /// @par Completion Signature
+    /// `void(error_code)`. Errors: the call's errno (location "rdma_disconnect"),
+    /// errc::device_removed, errc::not_open, errc::operation_in_progress, operation_aborted.
+    /// @par Per-Operation Cancellation
+    /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
+    /// recalled and goes on, its event dropped when it comes (see the class's description).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_disconnect(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
