@@ -152,7 +152,7 @@ void pool_impl::remove(pooled_state& state) noexcept {
 }
 
 void pool_impl::place(connection_request request, place_handler handler) {
-    auto id = request.id.impl();
+    auto id = access::impl(request.id);
     std::unique_lock lock(mutex_);
     error_code ec;
     std::size_t to = 0;
@@ -180,7 +180,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
     state->moving = true;
     connections_.emplace(state->key, state);
     ++shards_[to].connections;
-    auto target = shards_[to].channel->impl();
+    auto target = access::impl(*shards_[to].channel);
     executor_type ex = shards_[to].context.get_executor();
     lock.unlock();
 
@@ -238,7 +238,7 @@ struct serve_loop {
 void pool_impl::serve(listener& l, serve_function serve, void_handler handler) {
     {
         std::lock_guard lock(mutex_);
-        if (!stopping_) listeners_.push_back(l.impl());
+        if (!stopping_) listeners_.push_back(access::impl(l));
     }
     if (stopping_) {
         post_to_handler(shared_from_this(), l.get_executor(), std::move(handler), error_code(errc::pool_stopped));
@@ -290,7 +290,7 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
         return;
     }
     state->moving = true;
-    auto target = shards_[to].channel->impl();
+    auto target = access::impl(*shards_[to].channel);
     executor_type target_ex = shards_[to].context.get_executor();
     lock.unlock();
 

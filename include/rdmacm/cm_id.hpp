@@ -65,11 +65,11 @@ public:
     /// system_error ("rdma_create_id") on failure. `ps`: RDMA_PS_TCP (RC), RDMA_PS_UDP (UD).
     template <typename ChannelExecutor>
     explicit basic_cm_id(basic_event_channel<ChannelExecutor>& channel, rdma_port_space ps = RDMA_PS_TCP)
-        : base(boost::asio::any_io_executor(channel.get_executor()), channel.impl(), ps) {}
+        : base(boost::asio::any_io_executor(channel.get_executor()), detail::access::impl(channel), ps) {}
     template <typename ChannelExecutor>
     basic_cm_id(const executor_type& ex, basic_event_channel<ChannelExecutor>& channel,
                 rdma_port_space ps = RDMA_PS_TCP)
-        : base(boost::asio::any_io_executor(ex), channel.impl(), ps) {}
+        : base(boost::asio::any_io_executor(ex), detail::access::impl(channel), ps) {}
     /// An empty (closed) id whose operations complete with errc::not_open.
     explicit basic_cm_id(const executor_type& ex) noexcept : base(boost::asio::any_io_executor(ex)) {}
     /// For the library: adopts an id it made (a connection request's).

@@ -2,6 +2,7 @@
 /// @file
 /// `rdmacm::connection`: a connection served by a `shard_pool`.
 #include "rdmacm/cm_id.hpp"
+#include "rdmacm/detail/access.hpp"
 #include "rdmacm/event.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -53,11 +54,9 @@ public:
     void set_load(double load) noexcept;
     double load() const noexcept;
 
-    /// For the library's own classes.
-    const std::shared_ptr<detail::pooled_state>& state() const noexcept { return state_; }
-
 private:
     friend class detail::pool_impl;
+    friend struct detail::access;
     connection(cm_id id, const cm_event& request, std::shared_ptr<detail::pooled_state> state,
                executor_type ex) noexcept;
     void leave() noexcept;

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
 /// `rdmacm::event_channel`: an `rdma_event_channel` driven by Asio.
+#include "rdmacm/detail/access.hpp"
 #include "rdmacm/detail/channel_impl.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -67,7 +68,7 @@ public:
     template <typename Executor1, typename = std::enable_if_t<std::is_constructible_v<Executor, const Executor1&> &&
                                                               !std::is_same_v<Executor, Executor1>>>
     basic_event_channel(basic_event_channel<Executor1>&& other) noexcept // NOLINT(google-explicit-constructor)
-        : executor_(other.get_executor()), impl_(other.release_impl()) {}
+        : executor_(other.get_executor()), impl_(detail::access::release_impl(other)) {}
     basic_event_channel& operator=(basic_event_channel&& other) noexcept {
         if (this != &other) {
             release();
@@ -92,12 +93,8 @@ public:
     /// Number of CM events read so far.
     std::uint64_t events_read() const noexcept { return impl_ ? impl_->events_read() : 0; }
 
-    /// For the library's own classes.
-    const std::shared_ptr<detail::channel_impl>& impl() const noexcept { return impl_; }
-    /// For the converting move constructor.
-    std::shared_ptr<detail::channel_impl> release_impl() noexcept { return std::move(impl_); }
-
 private:
+    friend struct detail::access;
     void release() noexcept {
         if (impl_) std::exchange(impl_, nullptr)->remove_owner();
     }

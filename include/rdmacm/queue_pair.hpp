@@ -75,7 +75,7 @@ public:
     template <typename IdExecutor>
     explicit basic_queue_pair(basic_cm_id<IdExecutor>& id, const queue_pair_options& options = {})
         : executor_(boost::asio::any_io_executor(id.get_executor())),
-          impl_(detail::qp_impl::create(id.impl(), options)) {}
+          impl_(detail::qp_impl::create(detail::access::impl(id), options)) {}
     basic_queue_pair(basic_queue_pair&&) noexcept = default;
     /// Takes over a queue pair of another executor type.
     template <typename Executor1, typename = std::enable_if_t<!std::is_same_v<Executor, Executor1>>>
@@ -95,8 +95,6 @@ public:
         return detail::executor_as<Executor>(impl_ ? impl_->get_executor() : executor_);
     }
     native_handle_type native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
-    /// For the library's own classes.
-    const std::shared_ptr<detail::qp_impl>& impl() const noexcept { return impl_; }
     /// The protection domain to register memory with.
     ibv_pd* pd() const noexcept { return impl_ ? impl_->native()->pd : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }
@@ -182,6 +180,7 @@ private:
 
     template <typename>
     friend class basic_queue_pair;
+    friend struct detail::access;
 
     boost::asio::any_io_executor executor_;
     std::shared_ptr<detail::qp_impl> impl_;

@@ -90,7 +90,8 @@ public:
     /// std::invalid_argument for a depth or message size of 0 or beyond 2^32 − 1.
     template <typename QueuePairExecutor>
     basic_receive_pool(basic_queue_pair<QueuePairExecutor>& qp, std::size_t depth, std::size_t message_size)
-        : executor_(qp.get_executor()), impl_(detail::receive_pool_impl::create(qp.impl(), depth, message_size)) {}
+        : executor_(qp.get_executor()),
+          impl_(detail::receive_pool_impl::create(detail::access::impl(qp), depth, message_size)) {}
     basic_receive_pool(basic_receive_pool&&) noexcept = default;
     basic_receive_pool& operator=(basic_receive_pool&& other) noexcept {
         if (this != &other) {

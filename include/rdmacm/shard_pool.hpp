@@ -129,7 +129,7 @@ public:
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(
             get_executor(to < size() ? to : 0), std::forward<Token>(token),
-            [impl = impl_, s = c.state(), to](auto handler) { impl->move(s, to, std::move(handler)); });
+            [impl = impl_, s = detail::access::state(c), to](auto handler) { impl->move(s, to, std::move(handler)); });
     }
     /// The same, for the connection with key `key` (`connection::key()`, `snapshot()`):
     /// errc::not_open if there is none.

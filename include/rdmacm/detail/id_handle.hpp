@@ -22,8 +22,6 @@ public:
     /// The librdmacm id (still owned by this object); nullptr when closed.
     native_handle_type native_handle() const noexcept { return impl_ && !impl_->closed() ? impl_->native() : nullptr; }
     bool is_open() const noexcept { return native_handle() != nullptr; }
-    /// For the library's own classes.
-    const std::shared_ptr<id_impl>& impl() const noexcept { return impl_; }
 
     /// Aborts every outstanding operation: their handlers get operation_aborted. CM work
     /// already started in the kernel (a resolution, a connect) goes on, its events are
@@ -59,6 +57,7 @@ public:
     }
 
 protected:
+    friend struct access;
     static executor_type executor_of(const std::shared_ptr<id_impl>& impl) noexcept {
         return impl ? impl->get_executor() : executor_type{};
     }

@@ -69,7 +69,7 @@ public:
                                             Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_migrate(basic_event_channel<ChannelExecutor>& target,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return this->start_migrate(target.impl(),
+        return this->start_migrate(access::impl(target),
                                    target.is_open() ? boost::asio::any_io_executor(target.get_executor())
                                                     : Base::get_executor(),
                                    std::forward<Token>(token));
@@ -78,7 +78,7 @@ public:
                                             Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_migrate(basic_event_channel<ChannelExecutor>& target, const executor_type& ex,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return this->start_migrate(target.impl(), boost::asio::any_io_executor(ex), std::forward<Token>(token));
+        return this->start_migrate(access::impl(target), boost::asio::any_io_executor(ex), std::forward<Token>(token));
     }
 
 protected:

@@ -1,0 +1,26 @@
+#pragma once
+// The library's way into the shared state behind its I/O objects (each befriends this), kept
+// out of their public interfaces.
+#include <utility>
+
+namespace rdmacm::detail {
+
+struct access {
+    // The object's shared state (a shared_ptr to its *_impl; null when closed).
+    template <typename T>
+    static decltype(auto) impl(const T& object) noexcept {
+        return (object.impl_);
+    }
+    // Takes it (a converting move between executor types).
+    template <typename T>
+    static auto release_impl(T& object) noexcept {
+        return std::move(object.impl_);
+    }
+    // A pooled connection's place in its pool.
+    template <typename T>
+    static decltype(auto) state(const T& object) noexcept {
+        return (object.state_);
+    }
+};
+
+} // namespace rdmacm::detail
