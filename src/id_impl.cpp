@@ -314,10 +314,17 @@ void id_impl::destroy() noexcept {
         std::lock_guard lock(mutex_);
         connecting = connecting_at_close_ || machine_.pending(op_kind::establish);
     }
+    std::shared_ptr<data_path> data;
+    {
+        std::lock_guard lock(mutex_);
+        data = data_path_;
+    }
     if (!connecting) {
-        // The usual order: the queue pair (and the CQs librdmacm made for it), then the id,
-        // whose destruction may release librdmacm's protection domain of the device.
+        // The usual order: the queue pair (and the CQs librdmacm made for it), memory
+        // registered for it, then the id, whose destruction may release librdmacm's
+        // protection domain of the device.
         if (id_->qp) rdma_destroy_qp(id_);
+        if (data) data->queue_pair_destroyed();
         // Never waits for acks: every event read for this id was acked when it was read.
         rdma_destroy_id(std::exchange(id_, nullptr));
         return;
@@ -334,6 +341,7 @@ void id_impl::destroy() noexcept {
     ibv_comp_channel* recv_channel = std::exchange(id_->recv_cq_channel, nullptr);
     rdma_destroy_id(std::exchange(id_, nullptr));
     if (qp) ibv_destroy_qp(qp);
+    if (data) data->queue_pair_destroyed();
     if (recv_cq) ibv_destroy_cq(recv_cq);
     if (send_cq && send_cq != recv_cq) ibv_destroy_cq(send_cq);
     if (recv_channel) ibv_destroy_comp_channel(recv_channel);

@@ -184,6 +184,26 @@ void qp_impl::post(const work_request& wr, handler h) {
     settle();
 }
 
+void qp_impl::on_destroyed(std::function<void()> release) {
+    std::unique_lock lock(mutex_);
+    if (!destroyed_) {
+        on_destroyed_.push_back(std::move(release));
+        return;
+    }
+    lock.unlock();
+    release();
+}
+
+void qp_impl::queue_pair_destroyed() noexcept {
+    std::vector<std::function<void()>> releases;
+    {
+        std::lock_guard lock(mutex_);
+        destroyed_ = true;
+        releases.swap(on_destroyed_);
+    }
+    for (auto& r : releases) r();
+}
+
 void qp_impl::cancel(std::uint64_t wr_id) noexcept {
     {
         std::lock_guard lock(mutex_);
@@ -418,22 +438,29 @@ void qp_impl::close() noexcept {
 memory_region::memory_region(ibv_pd* pd, std::span<std::byte> buffer, int access)
     : mr_(ibv_reg_mr(pd, buffer.data(), buffer.size(), access)), buffer_(buffer) {
     if (!mr_) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_reg_mr"));
+    lkey_ = mr_->lkey;
+    rkey_ = mr_->rkey;
 }
 
 memory_region::memory_region(memory_region&& other) noexcept
-    : mr_(std::exchange(other.mr_, nullptr)), buffer_(std::exchange(other.buffer_, {})) {}
+    : mr_(std::exchange(other.mr_, nullptr)), buffer_(std::exchange(other.buffer_, {})),
+      lkey_(std::exchange(other.lkey_, 0)), rkey_(std::exchange(other.rkey_, 0)) {}
 
 memory_region& memory_region::operator=(memory_region&& other) noexcept {
     if (this != &other) {
-        if (mr_) ibv_dereg_mr(mr_);
+        reset();
         mr_ = std::exchange(other.mr_, nullptr);
         buffer_ = std::exchange(other.buffer_, {});
+        lkey_ = std::exchange(other.lkey_, 0);
+        rkey_ = std::exchange(other.rkey_, 0);
     }
     return *this;
 }
 
-memory_region::~memory_region() {
-    if (mr_) ibv_dereg_mr(mr_);
+void memory_region::reset() noexcept {
+    if (mr_) ibv_dereg_mr(std::exchange(mr_, nullptr));
 }
+
+memory_region::~memory_region() { reset(); }
 
 } // namespace rdmacm

@@ -21,18 +21,22 @@ std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_
     if (depth == 0 || message_size == 0 || depth > most || message_size > most)
         throw std::invalid_argument("receive_pool: depth and message size must be in 1 .. 2^32 - 2");
     std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), depth, message_size));
+    pool->qp_->on_destroyed([m = pool->memory_] { m->region.reset(); });
     for (std::size_t i = 0; i < depth; ++i) pool->post(static_cast<std::uint32_t>(i));
     return pool;
 }
 
 receive_pool_impl::receive_pool_impl(std::shared_ptr<qp_impl> qp, std::size_t depth, std::size_t message_size)
-    : qp_(std::move(qp)), slot_size_(message_size), buffer_(depth * message_size), region_(qp_->native()->pd, buffer_) {
+    : qp_(std::move(qp)), slot_size_(message_size) {
+    std::vector<std::byte> buffer(depth * message_size);
+    memory_region region(qp_->native()->pd, buffer);
+    memory_ = std::make_shared<memory>(memory{std::move(buffer), std::move(region)});
 }
 
 void receive_pool_impl::post(std::uint32_t slot) {
-    const auto* base = buffer_.data() + std::size_t{slot} * slot_size_;
+    const auto* base = memory_->buffer.data() + std::size_t{slot} * slot_size_;
     work_request wr{work_request::kind::receive, reinterpret_cast<std::uintptr_t>(base),
-                    static_cast<std::uint32_t>(slot_size_), region_.lkey()};
+                    static_cast<std::uint32_t>(slot_size_), memory_->region.lkey()};
     // Held by the receive: the device may write into the buffer until it completes.
     qp_->post(wr, [self = shared_from_this(), slot](error_code ec, std::size_t n) {
         self->arrived({ec, slot, static_cast<std::uint32_t>(n)});

@@ -25,9 +25,12 @@ public:
     ~memory_region();
 
     ibv_mr* native_handle() const noexcept { return mr_; }
-    std::uint32_t lkey() const noexcept { return mr_ ? mr_->lkey : 0; }
+    std::uint32_t lkey() const noexcept { return lkey_; }
     /// The key a peer uses to write or read this region (see `remote_buffer()`).
-    std::uint32_t rkey() const noexcept { return mr_ ? mr_->rkey : 0; }
+    std::uint32_t rkey() const noexcept { return rkey_; }
+    /// Deregisters it now (`ibv_dereg_mr`); the keys stay what they were, no longer valid.
+    /// Idempotent; the destructor does it.
+    void reset() noexcept;
     std::span<std::byte> buffer() const noexcept { return buffer_; }
     /// Does `part` lie inside the region?
     bool contains(std::span<const std::byte> part) const noexcept {
@@ -37,6 +40,7 @@ public:
 private:
     ibv_mr* mr_;
     std::span<std::byte> buffer_;
+    std::uint32_t lkey_ = 0, rkey_ = 0; // read without mr_: reset() may run on another thread
 };
 
 /// A peer's registered memory, as it told us: the target of an RDMA write or read.

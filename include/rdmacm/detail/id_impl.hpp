@@ -125,6 +125,10 @@ public:
         // DISCONNECTED or DEVICE_REMOVAL: outstanding work is flushed (completes with
         // IBV_WC_WR_FLUSH_ERR) instead of waiting for a peer that is gone.
         virtual void connection_lost() noexcept = 0;
+        // The queue pair is destroyed (on the destroyer thread), the id not yet: memory
+        // registered on the device's protection domain must go now, or librdmacm's
+        // destruction of the id cannot free that domain.
+        virtual void queue_pair_destroyed() noexcept = 0;
     };
     // The id's queue pair was created with `dp`: it moves and closes with the id, and is
     // released after the id (and so its queue pair) is destroyed.

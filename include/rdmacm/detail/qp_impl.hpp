@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -70,6 +71,10 @@ public:
     void close() noexcept override;
     void wait_idle() noexcept override;
     void connection_lost() noexcept override;
+    void queue_pair_destroyed() noexcept override;
+    // `release` runs once the queue pair is destroyed, before the id: it deregisters memory
+    // the device may write into until then (a receive_pool's), which must not outlive the id.
+    void on_destroyed(std::function<void()> release);
 
 private:
     // The completion channel and queue, shared by the readers (two for a moment while the
@@ -115,6 +120,8 @@ private:
     std::unordered_map<std::uint64_t, handler> outstanding_;
     std::uint64_t next_wr_id_ = 1;
     std::vector<std::uint64_t> cancelled_; // outstanding, cancelled: complete with operation_aborted
+    std::vector<std::function<void()>> on_destroyed_;
+    bool destroyed_ = false;
     bool closed_ = false;
     bool moving_ = false;
     bool busy_ = false;               // what executor_ was last told

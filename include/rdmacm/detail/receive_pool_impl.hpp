@@ -44,9 +44,9 @@ public:
     // A message's buffer, back for another receive.
     void give_back(std::uint32_t slot) noexcept;
     std::span<const std::byte> data(std::uint32_t slot, std::uint32_t size) const noexcept {
-        return std::span<const std::byte>(buffer_).subspan(std::size_t{slot} * slot_size_, size);
+        return std::span<const std::byte>(memory_->buffer).subspan(std::size_t{slot} * slot_size_, size);
     }
-    const memory_region& region() const noexcept { return region_; }
+    const memory_region& region() const noexcept { return memory_->region; }
     std::size_t message_size() const noexcept { return slot_size_; }
     // The owner is gone: a waiting operation ends (operation_aborted), buffers given back
     // are not posted again.
@@ -68,10 +68,16 @@ private:
     void cancel(std::uint64_t id) noexcept;
     void complete(handler h, const arrival& a);
 
+    // The buffers and their registration, shared with the queue pair: the device may write
+    // into them until the queue pair is destroyed, and the registration must go then,
+    // before the id (qp_impl::on_destroyed).
+    struct memory {
+        std::vector<std::byte> buffer;
+        memory_region region;
+    };
     std::shared_ptr<qp_impl> qp_;
     std::size_t slot_size_;
-    std::vector<std::byte> buffer_;
-    memory_region region_;
+    std::shared_ptr<memory> memory_;
     std::mutex mutex_;
     std::deque<arrival> arrived_;
     std::list<waiter> waiting_; // at most one (a list: Boost 1.81's handler move-assignment recurses)
