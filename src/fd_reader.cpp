@@ -2,6 +2,8 @@
 
 #include "rdmacm/detail/call_error.hpp"
 
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <fcntl.h>
@@ -20,6 +22,7 @@ void fd_reader::start() {
     {
         std::lock_guard lock(context_->mutex);
         context_->members.push_back(this);
+        work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
     // Posted: never inside the caller, who may hold locks the reader takes.
@@ -79,6 +82,7 @@ void fd_reader::wait() {
 
 void fd_reader::stop() noexcept {
     stopped_ = true;
+    work_ = {};
     // Aborts the wait (its handler drops our reference); never closes the fd.
     if (descriptor_ && descriptor_->is_open()) descriptor_->release();
     descriptor_.reset();

@@ -148,7 +148,9 @@ struct shared_cq {
         return a;
     }
     void destroy() {
-        if (cq) BOOST_TEST(ibv_destroy_cq(std::exchange(cq, nullptr)) == 0);
+        if (cq)
+            BOOST_TEST(ibv_destroy_cq(std::exchange(cq, nullptr)) == 0,
+                       "a queue pair on the shared CQ outlived its context's work (EBUSY: still attached)");
     }
 };
 

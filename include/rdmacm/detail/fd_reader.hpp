@@ -83,6 +83,10 @@ private:
     void wait();
 
     executor_type executor_;
+    // Outstanding work on the context from start() to stop(): the context runs until the
+    // reader stops (the last owner gone: every id destroyed). The pending wait alone did not
+    // hold it: scale_test saw run() return, work count zero, with the wait still armed.
+    executor_type work_;
     std::optional<boost::asio::strand<executor_type>> strand_;
     std::optional<boost::asio::posix::basic_stream_descriptor<executor_type>> descriptor_;
     std::shared_ptr<state> context_;
