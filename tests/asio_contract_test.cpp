@@ -1,9 +1,10 @@
 // The Asio contract, the same for every asynchronous operation, on the kernel CM: for each
 // operation, every completion-token style (callback, deferred, use_future, as_tuple with
-// use_awaitable), bind_executor(strand), bind_allocator and bind_cancellation_slot. A
-// handler is called exactly once, never inside the initiating call, on its associated
-// executor; the operation's memory comes from the handler's allocator and is all given back;
-// each cancellation type does what the operation's documentation says.
+// use_awaitable), bind_executor(strand), bind_allocator and bind_cancellation_slot, and an
+// initiation that names its executor. A handler is called exactly once, never inside the
+// initiating call, on its associated executor; the operation's memory comes from the
+// handler's allocator and is all given back; each cancellation type does what the
+// operation's documentation says.
 #include "support/connection_pair.hpp"
 #include "support/fixture.hpp"
 
@@ -11,7 +12,9 @@
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
@@ -74,10 +77,34 @@ struct counting_allocator {
     }
 };
 
+// A token that starts nothing: it only looks at the operation's initiation, which must name
+// the I/O object's executor, as Asio's do (token adapters such as later Boosts' cancel_after
+// ask it for one).
+struct inspect_initiation {
+    asio::any_io_executor* seen;
+};
+
+} // namespace
+
+template <typename... Signatures>
+struct boost::asio::async_result<inspect_initiation, Signatures...> {
+    template <typename Initiation, typename... Args>
+    static void initiate(Initiation&& initiation, inspect_initiation token, Args&&...) {
+        typename std::decay_t<Initiation>::executor_type ex = initiation.get_executor();
+        *token.seen = ex;
+    }
+};
+
+namespace {
+
 // How an operation ends when asked to stop, per cancellation type (its documentation).
 struct cancellation_contract {
     bool terminal, partial, total; // true: ends with operation_aborted; false: ignored
 };
+
+// How many operations check_contract starts (one per token style, cancellation type, and
+// the initiation's look, which starts none): what a test prepares objects for.
+constexpr int contract_starts = 10;
 
 // Runs the contract over `start` for every token style. `start` takes a completion token and
 // returns what the initiating function returns; `complete()` makes the operation complete
@@ -202,6 +229,12 @@ void check_contract(asio::io_context& ctx, const char* name, Start start, Comple
                 BOOST_TEST((record->ec == want), record->ec.message());
             }
         }
+
+        // The initiation names the executor (every object here is on ctx's). Last: it
+        // starts nothing, while `start` may count the operations it started.
+        asio::any_io_executor seen;
+        start(inspect_initiation{&seen});
+        BOOST_TEST((seen == asio::any_io_executor(ctx.get_executor())), "the initiation's get_executor()");
     }
 }
 
@@ -236,6 +269,90 @@ BOOST_FIXTURE_TEST_CASE(cm_operations, channel_fixture) {
             return ids.emplace_back(*channel).async_resolve_address(device_endpoint(), 2s, std::move(token));
         },
         [] {}, {}, {true, false, false});
+}
+
+// `n` ids on `ch` with their address resolved to `to`; with their route and an RC queue
+// pair too if `route`.
+awaitable<void> resolve_ids(event_channel& ch, endpoint to, std::deque<cm_id>& out, int n, bool route) {
+    for (int i = 0; i < n; ++i) {
+        auto& id = out.emplace_back(ch);
+        co_await id.async_resolve_address(to, 2s, use_awaitable);
+        if (!route) continue;
+        co_await id.async_resolve_route(2s, use_awaitable);
+        auto attr = rc_qp_attr();
+        id.create_qp(attr);
+    }
+}
+
+// Takes the listener's requests until it is closed, giving each a queue pair and accepting
+// it (whatever comes of that), into `out`.
+awaitable<void> accept_all(listener& l, std::deque<cm_id>& out) {
+    for (;;) {
+        auto [ec, req] = co_await l.async_get_request(asio::as_tuple(use_awaitable));
+        if (ec) co_return;
+        auto& id = out.emplace_back(std::move(req.id));
+        auto attr = rc_qp_attr();
+        id.create_qp(attr);
+        id.async_accept(conn_params{}, [](error_code, cm_event) {});
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(route_resolution, channel_fixture) {
+    auto l = make_listener(*channel);
+    std::deque<cm_id> ids;
+    run(ctx, resolve_ids(*channel, device_endpoint(l.local_endpoint().port()), ids, contract_starts, false));
+    std::size_t next = 0;
+    check_contract(
+        ctx, "cm_id::async_resolve_route",
+        [&](auto token) { return ids.at(next++).async_resolve_route(2s, std::move(token)); }, [] {}, {},
+        {true, false, false});
+}
+
+// Connect (the server accepts every request) and accept (clients connect to it).
+BOOST_FIXTURE_TEST_CASE(connect_and_accept, channel_fixture) {
+    std::deque<cm_id> servers;
+    {
+        auto l = make_listener(*channel);
+        asio::co_spawn(ctx, accept_all(l, servers), asio::detached);
+        std::deque<cm_id> clients;
+        run(ctx, resolve_ids(*channel, device_endpoint(l.local_endpoint().port()), clients, contract_starts, true));
+        std::size_t next = 0;
+        check_contract(
+            ctx, "cm_id::async_connect",
+            [&](auto token) { return clients.at(next++).async_connect(conn_params{}, std::move(token)); }, [] {}, {},
+            {true, false, false});
+    }
+    servers.clear();
+
+    auto l = make_listener(*channel);
+    std::deque<cm_id> clients, requests;
+    run(ctx, resolve_ids(*channel, device_endpoint(l.local_endpoint().port()), clients, contract_starts, true));
+    for (auto& c : clients) c.async_connect(conn_params{}, [](error_code, cm_event) {});
+    run(ctx, [&]() -> awaitable<void> {
+        while (requests.size() < clients.size()) {
+            auto req = co_await l.async_get_request(use_awaitable);
+            auto attr = rc_qp_attr();
+            req.id.create_qp(attr);
+            requests.push_back(std::move(req.id));
+        }
+    }());
+    std::size_t next = 0;
+    check_contract(
+        ctx, "cm_id::async_accept",
+        [&](auto token) { return requests.at(next++).async_accept(conn_params{}, std::move(token)); }, [] {}, {},
+        {true, false, false});
+}
+
+// Disconnect: completes on this side's DISCONNECTED (on IB once the peer disconnects too).
+BOOST_FIXTURE_TEST_CASE(disconnects, channel_fixture) {
+    auto l = make_listener(*channel);
+    std::deque<connection_pair> pairs(contract_starts);
+    for (auto& p : pairs) run(ctx, connect_pair(l, *channel, p));
+    std::size_t next = 0;
+    check_contract(
+        ctx, "cm_id::async_disconnect",
+        [&](auto token) { return pairs.at(next++).server->async_disconnect(std::move(token)); },
+        [&] { pairs.at(next - 1).client->async_disconnect([](error_code) {}); }, {}, {true, false, false});
 }
 
 // A queue pair's receive (terminal: the queue pair goes to error) and a migration (none).

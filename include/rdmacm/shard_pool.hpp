@@ -72,10 +72,13 @@ public:
     /// picks: the request's id moves to that shard's event channel, then the handler gets the
     /// connection, still to be accepted (or rejected) by its new owner.
     ///
-    /// Signature: `void(error_code, connection)`. Errors: errc::pool_stopped,
-    /// errc::no_such_shard (from the placement), errc::not_open, the migration's errors; the
-    /// request is then rejected. Executor: the handler's, by default the chosen shard's.
-    /// Cancellation: none (the move is short).
+    /// @par Completion Signature
+    /// `void(error_code, connection)`. Errors: errc::pool_stopped, errc::no_such_shard (from
+    /// the placement), errc::not_open, the migration's errors; the request is then rejected.
+    /// Executor: the handler's, by default the chosen shard's.
+    /// @par Per-Operation Cancellation
+    /// None: a cancellation request is ignored (the move is short, and half a placement
+    /// would leave the request nowhere).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, connection))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_place(connection_request request,
@@ -93,10 +96,13 @@ public:
     /// to the pool's exception handler. Requests
     /// that cannot be placed are rejected.
     ///
-    /// Signature: `void(error_code)`: the error that ended accepting (operation_aborted when
-    /// the listener was closed or the pool stopped). Executor: the handler's, by default the
-    /// listener's. Lifetime: `l` must outlive the operation. Cancellation: close the
-    /// listener (or stop the pool): requests not yet accepted are rejected.
+    /// @par Completion Signature
+    /// `void(error_code)`: the error that ended accepting (operation_aborted when the
+    /// listener was closed or the pool stopped). Executor: the handler's, by default the
+    /// listener's. Lifetime: `l` must outlive the operation.
+    /// @par Per-Operation Cancellation
+    /// None through the slot: close the listener (or stop the pool) to end it; requests not
+    /// yet accepted are then rejected. Connections already served go on.
     template <typename Serve, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_serve(listener& l, Serve serve,
@@ -118,11 +124,15 @@ public:
     /// pending on the connection's executor run on the new shard, in order, none lost. Works
     /// while the connection carries traffic.
     ///
-    /// Signature: `void(error_code)`. Errors: errc::not_open (the connection closed),
+    /// @par Completion Signature
+    /// `void(error_code)`. Errors: errc::not_open (the connection closed),
     /// errc::no_such_shard, errc::operation_in_progress (already moving), errc::pool_stopped,
     /// the migration's errors (the connection then stays where it was). Moving to the shard
     /// it is on succeeds at once. Executor: the handler's, by default shard `to`'s (shard
-    /// 0's when `to` is out of range). Cancellation: none.
+    /// 0's when `to` is out of range).
+    /// @par Per-Operation Cancellation
+    /// None: a cancellation request is ignored (as for cm_id::async_migrate: a move is
+    /// short, and once `rdma_migrate_id` is made it cannot be undone).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_move(const connection& c, std::size_t to,
@@ -144,10 +154,13 @@ public:
 
     /// Takes a snapshot, asks `plan` which connections to move, and moves them all (at once).
     ///
-    /// Signature: `void(error_code, rebalance_report)`: the counts before and after, the
-    /// moves made and those that failed (a connection that closed meanwhile). Errors:
-    /// errc::pool_stopped, errc::no_such_shard (the plan named one). Executor: the handler's,
-    /// by default shard 0's. Cancellation: none.
+    /// @par Completion Signature
+    /// `void(error_code, rebalance_report)`: the counts before and after, the moves made and
+    /// those that failed (a connection that closed meanwhile). Errors: errc::pool_stopped,
+    /// errc::no_such_shard (the plan named one). Executor: the handler's, by default shard
+    /// 0's.
+    /// @par Per-Operation Cancellation
+    /// None: a cancellation request is ignored; every move asked for is made.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, rebalance_report))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_rebalance(rebalance_plan plan,

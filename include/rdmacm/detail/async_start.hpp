@@ -41,21 +41,36 @@ inline constexpr bool has_own_executor =
 // moves — bound_executor). A handler with an executor of its own has its work tracked there.
 enum class work_of_followers { at_start, by_object };
 
+// The initiation of every operation: a named object with the I/O object's executor, as
+// Asio's own are (what asio::cancel_after and other token adapters of later Boosts ask of an
+// initiation), handed the handler and the operation's start.
+template <typename Signature, work_of_followers Followers>
+class initiation {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    explicit initiation(executor_type ex) noexcept : executor_(std::move(ex)) {}
+    const executor_type& get_executor() const noexcept { return executor_; }
+
+    template <typename Handler, typename Start>
+    void operator()(Handler handler, Start start) const {
+        if constexpr (Followers == work_of_followers::by_object && !has_own_executor<Handler>) {
+            start(boost::asio::any_completion_handler<Signature>(std::move(handler)));
+        } else {
+            auto hex = boost::asio::get_associated_executor(handler, executor_);
+            using tracked = tracked_handler<Handler, decltype(hex)>;
+            start(boost::asio::any_completion_handler<Signature>(
+                tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
+        }
+    }
+
+private:
+    executor_type executor_;
+};
+
 template <typename Signature, work_of_followers Followers = work_of_followers::at_start, typename Token, typename Start>
 auto async_start(const boost::asio::any_io_executor& io_ex, Token&& token, Start&& start) {
-    return boost::asio::async_initiate<Token, Signature>(
-        [](auto handler, const boost::asio::any_io_executor& ex, auto start_op) {
-            using handler_type = decltype(handler);
-            if constexpr (Followers == work_of_followers::by_object && !has_own_executor<handler_type>) {
-                start_op(boost::asio::any_completion_handler<Signature>(std::move(handler)));
-            } else {
-                auto hex = boost::asio::get_associated_executor(handler, ex);
-                using tracked = tracked_handler<handler_type, decltype(hex)>;
-                start_op(boost::asio::any_completion_handler<Signature>(
-                    tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
-            }
-        },
-        token, io_ex, std::forward<Start>(start));
+    return boost::asio::async_initiate<Token, Signature>(initiation<Signature, Followers>(io_ex), token,
+                                                         std::forward<Start>(start));
 }
 
 } // namespace rdmacm::detail
