@@ -33,6 +33,11 @@ Executor executor_as(const boost::asio::any_io_executor& ex) {
 /// One channel serves any number of ids; ids keep it alive (the channel is destroyed after
 /// its last id, the fd closed by librdmacm, never by Asio).
 ///
+/// Work: while the channel is open or any id made on it lives, its reader keeps the
+/// execution context running (outstanding work), even with no operation waiting — as a
+/// pending read of a socket would. `run()` returns once the channel is closed and its last
+/// id destroyed (an id's destruction, on a library thread, included).
+///
 /// Thread safety: distinct objects safe; shared objects unsafe. The reader itself runs on
 /// its own strand, so the executor may be an io_context run by several threads.
 ///
