@@ -7,7 +7,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 build_packages=(g++ cmake make pkg-config libboost1.81-dev libboost-test1.81-dev
     librdmacm-dev libibverbs-dev rdma-core ibverbs-providers rdmacm-utils perftest iproute2
-    clang-format clang-tidy git)
+    clang-format clang-tidy doxygen git)
 
 # Host RDMA usable? Then RDMACM_TEST_DEVICES and the addresses are exported.
 host_rdma() { local e; e=$("$repo/tools/rdma-env" 2>/dev/null) && eval "$e"; }

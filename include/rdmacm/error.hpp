@@ -58,5 +58,8 @@ inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e)
 
 } // namespace rdmacm
 
+// A specialization of Boost's, not part of the API reference:
+/// @cond
 template <>
 struct boost::system::is_error_code_enum<rdmacm::errc> : std::true_type {};
+/// @endcond
