@@ -6,6 +6,8 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/query.hpp>
 
+#include <algorithm>
+
 namespace rdmacm::detail {
 namespace {
 
@@ -30,10 +32,11 @@ private:
         {
             std::lock_guard lock(state_->mutex);
             state_->alive = false;
-            state_->drain([&](context_bound* m) {
+            for (auto* m : state_->members) {
                 m->context_shutdown();
                 if (auto u = m->user()) users.push_back(std::move(u));
-            });
+            }
+            state_->members.clear();
         }
         // Their handlers go now, while the context still works (a coroutine frame's
         // destruction may post, close ids, ...): no lock of ours is held.
@@ -44,22 +47,6 @@ private:
 };
 
 } // namespace
-
-void context_bound::state::join(context_bound* m) noexcept {
-    m->prev_ = nullptr;
-    m->next_ = first;
-    if (first) first->prev_ = m;
-    first = m;
-    m->joined_ = true;
-}
-
-void context_bound::state::leave(context_bound* m) noexcept {
-    if (!m->joined_) return;
-    (m->prev_ ? m->prev_->next_ : first) = m->next_;
-    if (m->next_) m->next_->prev_ = m->prev_;
-    m->prev_ = m->next_ = nullptr;
-    m->joined_ = false;
-}
 
 std::shared_ptr<context_bound::state> context_bound::state_of(const boost::asio::any_io_executor& ex) {
     return boost::asio::use_service<context_service>(boost::asio::query(ex, boost::asio::execution::context)).state();
@@ -83,38 +70,19 @@ void bound_executor::set_busy(bool busy) noexcept {
                               : boost::asio::any_io_executor();
 }
 
-void bound_executor::set(const boost::asio::any_io_executor& ex) {
-    {
-        // Within one context (two channels of one io_context, a strand of it): no
-        // registration changes, and the same executor needs nothing at all.
-        std::lock_guard lock(state_->mutex);
-        if (state_->alive && executor_ && ex &&
-            &boost::asio::query(executor_, boost::asio::execution::context) ==
-                &boost::asio::query(ex, boost::asio::execution::context)) {
-            if (ex != executor_) {
-                executor_ = ex;
-                if (busy_) work_ = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
-            }
-            return;
-        }
-    }
-    unbind();
-    bind(ex);
-}
-
 void bound_executor::bind(const boost::asio::any_io_executor& ex) {
     state_ = state_of(ex);
     std::lock_guard lock(state_->mutex);
     if (!state_->alive) return; // nothing runs there any more
     executor_ = ex;
     if (busy_) work_ = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
-    state_->join(this);
+    state_->members.push_back(this);
 }
 
 void bound_executor::unbind() noexcept {
     std::lock_guard lock(state_->mutex);
     if (!state_->alive) return; // its shutdown took the executor already
-    state_->leave(this);
+    std::erase(state_->members, this);
     executor_ = {};
     work_ = {};
 }

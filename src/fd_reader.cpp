@@ -21,7 +21,7 @@ fd_reader::fd_reader(const executor_type& ex, int fd) : executor_(ex), strand_(e
 void fd_reader::start() {
     {
         std::lock_guard lock(context_->mutex);
-        context_->join(this);
+        context_->members.push_back(this);
         work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
@@ -51,7 +51,7 @@ void fd_reader::detach() noexcept {
     // context lives (else its shutdown took them already).
     std::lock_guard lock(context_->mutex);
     if (context_->alive) {
-        context_->leave(this); // not there if never started
+        std::erase(context_->members, this); // not there if never started
         context_shutdown();
     }
 }

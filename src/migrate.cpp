@@ -30,8 +30,7 @@
 
 #include <poll.h>
 
-#include <memory>
-#include <optional>
+#include <functional>
 
 namespace rdmacm::detail {
 namespace {
@@ -83,8 +82,8 @@ void id_impl::migrate(const std::shared_ptr<channel_impl>& target, const executo
         complete({std::move(handler), ec, {}, {}});
         return;
     }
-    auto current = executor_.get();
-    migration_.reset(new migration{target, target ? target_ex : current, current, std::move(handler)});
+    migration_.reset(new migration{target, target ? target_ex : executor_.get(), executor_.get(), std::move(handler)});
+    update_busy();
     if (data_path_) data_path_->begin_move();
     migrate_step(lock, how::post);
 }
@@ -96,8 +95,6 @@ void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
     }
     if (calls_in_flight_ != 0) { // the last call out goes on (after_call)
         migrate_waits_ = true;
-        migration_->waited = true;
-        update_busy();
         lock.unlock();
         return;
     }
@@ -122,21 +119,19 @@ void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
 void id_impl::end_migration(error_code ec, how mode) {
     executor_type ex;
     std::shared_ptr<channel_impl> target;
-    std::optional<void_handler> handler; // (emplaced: 1.81's move assignment recurses)
+    std::shared_ptr<void_handler> handler;
     {
         std::unique_lock lock(mutex_);
         if (migration_->settled) return; // by close(), which ends it
         migration_->settled = true;
         target = migration_->target;
-        handler.emplace(std::move(migration_->handler));
+        handler = std::make_shared<void_handler>(std::move(migration_->handler));
         if (mode == how::post) ex = migration_->old_executor;
         release_if_idle(lock); // closed: the id goes now, whenever the end runs
     }
     if (target) target->remove_owner(); // taken at the start, not needed now
     if (ex)
-        boost::asio::post(ex, [self = shared_from_this(), ec, handler = std::move(*handler)]() mutable {
-            self->finish_migration(ec, handler);
-        });
+        boost::asio::post(ex, [self = shared_from_this(), ec, handler] { self->finish_migration(ec, *handler); });
     else
         finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
 }
@@ -205,19 +200,17 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     // holds of the id (a connection_request, shard_pool's placement).
     auto finish_on = ec ? old_executor : target_executor;
     lock.lock();
-    auto then = [self = shared_from_this(), ec, finish_on, old_executor,
-                 handler = std::move(migration_->handler)]() mutable {
-        if (finish_on == old_executor)
-            self->finish_migration(ec, handler);
-        else
-            boost::asio::post(finish_on, [self = std::move(self), ec, handler = std::move(handler)]() mutable {
-                self->finish_migration(ec, handler);
-            });
-    };
+    auto handler = std::make_shared<void_handler>(std::move(migration_->handler));
     auto data = data_path_;
     lock.unlock();
-    if (data) // its completions too (a std::function: copyable)
-        data->after_handed(old_executor, [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
+    std::function<void()> then = [self = shared_from_this(), ec, finish_on, old_executor, handler] {
+        if (finish_on == old_executor)
+            self->finish_migration(ec, *handler);
+        else
+            boost::asio::post(finish_on, [self, ec, handler] { self->finish_migration(ec, *handler); });
+    };
+    if (data)
+        data->after_handed(old_executor, std::move(then)); // its completions too
     else
         boost::asio::post(old_executor, std::move(then));
 }

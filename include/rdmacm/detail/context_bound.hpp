@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace rdmacm::detail {
 
@@ -28,23 +29,10 @@ public:
     // An execution context's state, shared with its service: whether it lives, and what is
     // bound to it. Bound objects touch their Asio parts only under this mutex while the
     // context lives.
-    // Members form an intrusive list: joining and leaving are O(1), under the mutex (a
-    // rebalance moves hundreds of ids between contexts at once).
     struct state {
         std::mutex mutex;
         bool alive = true;
-        context_bound* first = nullptr;
-
-        void join(context_bound* m) noexcept;
-        void leave(context_bound* m) noexcept; // nothing if it never joined
-        // Empties the list, telling each member.
-        template <typename F>
-        void drain(F&& tell) {
-            while (auto* m = first) {
-                leave(m);
-                tell(m);
-            }
-        }
+        std::vector<context_bound*> members;
     };
     // The state of the context `ex` runs on (its service made on first use).
     static std::shared_ptr<state> state_of(const boost::asio::any_io_executor& ex);
@@ -60,11 +48,6 @@ public:
 
 protected:
     ~context_bound() = default;
-
-private:
-    context_bound* prev_ = nullptr; // in the state's list, under its mutex
-    context_bound* next_ = nullptr;
-    bool joined_ = false;
 };
 
 // The executor of an I/O object that may move (an id, a queue pair), let go of when its
@@ -84,7 +67,10 @@ public:
     // A copy; empty once the context has shut down (nothing runs there any more).
     boost::asio::any_io_executor get() const noexcept;
     // Moves to `ex`, and the work with it.
-    void set(const boost::asio::any_io_executor& ex);
+    void set(const boost::asio::any_io_executor& ex) {
+        unbind();
+        bind(ex);
+    }
     // Whether an operation of the object waits: work is kept on the executor while it does.
     void set_busy(bool busy) noexcept;
 
