@@ -2,6 +2,8 @@
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
@@ -65,70 +67,96 @@ void receive_pool_impl::arrived(arrival a) {
         broken_ = a.ec;
         a.slot = no_slot;
     }
-    if (waiting_.empty()) {
-        arrived_.push_back(a);
-        return;
-    }
+    arrived_.push_back(a);
+    if (waiting_.empty()) return;
     auto h = std::move(waiting_.front().h);
+    const auto id = waiting_.front().id;
     waiting_.pop_front();
+    woken_ = id;
+    woken_cancelled_ = false;
     lock.unlock();
-    complete(std::move(h), a);
+    wake(std::move(h));
 }
 
 void receive_pool_impl::receive(handler h) {
-    std::unique_lock lock(mutex_);
-    if (closed_ || !waiting_.empty()) {
-        lock.unlock();
-        refuse(executor(), std::move(h), closed_ ? errc::not_open : errc::operation_in_progress);
-        return;
-    }
-    if (!arrived_.empty() || broken_) {
-        arrival a = arrived_.empty() ? arrival{broken_, no_slot, 0} : arrived_.front();
-        if (!arrived_.empty()) arrived_.pop_front();
-        lock.unlock();
-        complete(std::move(h), a);
-        return;
-    }
-    auto slot = boost::asio::get_associated_cancellation_slot(h);
-    const std::uint64_t id = next_wait_++;
-    waiting_.push_back({std::move(h), id});
-    lock.unlock();
+    const std::uint64_t id = next_wait_++; // (one caller at a time)
+    // In place before the operation can complete on another thread: a slot assigned after
+    // its completion would replace the canceller of the handler's next operation.
     // Every type: ending the wait loses nothing, the next message waits for the next call.
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
     if (slot.is_connected())
         slot.assign([weak = weak_from_this(), id](boost::asio::cancellation_type) {
             if (auto self = weak.lock()) self->cancel(id);
         });
+    std::unique_lock lock(mutex_);
+    if (closed_ || !waiting_.empty() || woken_) {
+        lock.unlock();
+        refuse(executor(), std::move(h), closed_ ? errc::not_open : errc::operation_in_progress);
+        return;
+    }
+    if (arrived_.empty() && !broken_) {
+        waiting_.push_back({std::move(h), id});
+        return;
+    }
+    woken_ = id;
+    woken_cancelled_ = false;
+    lock.unlock();
+    wake(std::move(h));
 }
 
 void receive_pool_impl::cancel(std::uint64_t id) noexcept {
     std::unique_lock lock(mutex_);
+    if (woken_ == id) {
+        woken_cancelled_ = true; // its handler, about to run, finds out
+        return;
+    }
     if (waiting_.empty() || waiting_.front().id != id) return; // completed already
     auto h = std::move(waiting_.front().h);
     waiting_.pop_front();
     lock.unlock();
-    complete(std::move(h), {boost::asio::error::operation_aborted, no_slot, 0});
+    abort(std::move(h));
 }
 
 void receive_pool_impl::close() noexcept {
     std::unique_lock lock(mutex_);
     closed_ = true;
-    arrived_.clear(); // their buffers are not posted again
+    arrived_.clear(); // their buffers are not posted again (a woken operation is aborted)
     if (waiting_.empty()) return;
     auto h = std::move(waiting_.front().h);
     waiting_.pop_front();
     lock.unlock();
-    complete(std::move(h), {boost::asio::error::operation_aborted, no_slot, 0});
+    abort(std::move(h));
 }
 
-// Never inside the initiating call: queued on the queue pair's executor, from which Asio
-// hands it to the handler's own if it has one.
-void receive_pool_impl::complete(handler h, const arrival& a) {
-    received_message message;
-    if (!a.ec && a.slot != no_slot) message = received_message(shared_from_this(), a.slot, a.size);
+// Never inside the initiating call: queued on the queue pair's executor, from there on the
+// handler's own, where deliver() decides what it gets.
+void receive_pool_impl::wake(handler h) {
     auto ex = executor();
     if (!ex) return; // the context has shut down: nothing runs there any more
-    boost::asio::post(ex, boost::asio::append(std::move(h), a.ec, std::move(message)));
+    boost::asio::post(ex, [self = shared_from_this(), h = std::move(h), ex]() mutable {
+        auto handler_ex = boost::asio::get_associated_executor(h, ex);
+        boost::asio::dispatch(handler_ex,
+                              [self = std::move(self), h = std::move(h)]() mutable { self->deliver(std::move(h)); });
+    });
 }
+
+void receive_pool_impl::deliver(handler h) {
+    std::unique_lock lock(mutex_);
+    arrival a{boost::asio::error::operation_aborted, no_slot, 0}; // cancelled, or closed meanwhile
+    if (!woken_cancelled_ && !arrived_.empty()) {
+        a = arrived_.front();
+        arrived_.pop_front();
+    } else if (!woken_cancelled_ && !closed_ && broken_) {
+        a = {broken_, no_slot, 0};
+    }
+    woken_.reset();
+    lock.unlock();
+    received_message message;
+    if (!a.ec && a.slot != no_slot) message = received_message(shared_from_this(), a.slot, a.size);
+    std::move(h)(a.ec, std::move(message));
+}
+
+void receive_pool_impl::abort(handler h) { refuse(executor(), std::move(h), boost::asio::error::operation_aborted); }
 
 void receive_pool_impl::refuse(const boost::asio::any_io_executor& ex, handler h, error_code ec) {
     if (!ex) return;

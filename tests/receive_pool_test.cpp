@@ -1,16 +1,23 @@
 // receive_pool on the kernel CM and a real (soft) device: messages taken in arrival order,
 // each buffer given back; a receive that times out (or is cancelled with any type) loses
 // nothing and leaves the connection working; a broken connection ends every receive with
-// its error; closing ends a waiting one.
+// its error; closing ends a waiting one; a cancellation that comes after the message did but
+// before the handler runs (a `receive || timer` whose timer fired first) ends the receive
+// and keeps the message.
 #include "support/connection_pair.hpp"
 #include "support/fixture.hpp"
+#include "support/noting_executor.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -99,6 +106,58 @@ BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) 
             co_await wait.async_wait(use_awaitable);
         }
         BOOST_TEST((first && !*first));
+    }());
+}
+
+// The interleaving `co_await (pool.async_receive() || timer.async_wait())` meets when the
+// message and the time-out come together: the receive has completed (its handler queued)
+// when the timer's handler, queued first, cancels it, and the group drops the receive's
+// result. Forced here: the receive's handler is bound to a context not run until the
+// cancellation has been emitted. Before the fix the handler got the message — lost to a
+// `||` — and the next receive waited for one that never came.
+BOOST_FIXTURE_TEST_CASE(a_cancellation_after_the_message_came_keeps_it_for_the_next_receive, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        receive_pool pool(*p.server_qp, depth, size);
+        std::vector<std::byte> cbuf(size);
+        memory_region cmr(p.client_qp->pd(), cbuf);
+
+        asio::io_context handler_ctx; // not run until the cancellation came
+        auto queued = std::make_shared<std::atomic<std::size_t>>(0);
+        noting_executor handler_ex(handler_ctx.get_executor(), queued);
+        for (auto type :
+             {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
+            asio::cancellation_signal cancel;
+            std::optional<error_code> ended;
+            pool.async_receive(asio::bind_cancellation_slot(
+                cancel.slot(), asio::bind_executor(handler_ex, [&](error_code e, received_message m) {
+                    BOOST_TEST(m.size() == 0u);
+                    ended = e;
+                })));
+            const auto before = queued->load();
+            co_await send(p, cmr, cbuf, "kept");
+            asio::steady_timer wait(ctx);
+            for (int i = 0; i < 1000 && queued->load() == before; ++i) {
+                wait.expires_after(10ms);
+                co_await wait.async_wait(use_awaitable);
+            }
+            BOOST_REQUIRE_MESSAGE(queued->load() != before, "the receive's completion was never queued");
+            cancel.emit(type);
+            handler_ctx.restart();
+            handler_ctx.run_for(10s);
+            BOOST_REQUIRE(ended.has_value());
+            BOOST_TEST((*ended == asio::error::operation_aborted), ended->message());
+
+            asio::steady_timer limit(ctx, 10s);
+            auto next = co_await (pool.async_receive(asio::as_tuple(use_awaitable)) ||
+                                  limit.async_wait(asio::as_tuple(use_awaitable)));
+            BOOST_REQUIRE_MESSAGE(next.index() == 0u, "the message was lost");
+            auto [ec, m] = std::get<0>(std::move(next));
+            BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+            BOOST_TEST(text_of(m) == "kept");
+        }
     }());
 }
 

@@ -65,9 +65,12 @@ private:
 /// `max_recv_wr`.
 ///
 /// Unlike `queue_pair::async_receive`, a receive from the pool can be cancelled with every
-/// cancellation type, the connection unharmed and nothing lost: a message that arrives
-/// after the wait ended waits for the next `async_receive`. So
-/// `co_await (pool.async_receive() || timer.async_wait())` is a receive with a time-out.
+/// cancellation type, the connection unharmed and nothing lost: a message is taken from
+/// the pool only when the operation's handler is about to run, so one that arrives after
+/// the wait ended, or before a cancellation that reached the operation ahead of its
+/// handler, waits for the next `async_receive`. So
+/// `co_await (pool.async_receive() || timer.async_wait())` is a receive with a time-out,
+/// even when the message and the time-out come together.
 ///
 /// Lifetime: destroying the pool ends a waiting operation (operation_aborted); its buffers
 /// live on, held by the receives still posted (the device may still write into them) and
@@ -123,7 +126,8 @@ public:
     /// errc::not_open; operation_aborted.
     /// @par Per-Operation Cancellation
     /// terminal, partial, total: the operation ends with operation_aborted and nothing is
-    /// lost (a message that arrives later waits for the next call).
+    /// lost (a message that arrives later waits for the next call) — also when the
+    /// cancellation comes after the message did, as long as the handler has not run yet.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, received_message))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_receive(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {

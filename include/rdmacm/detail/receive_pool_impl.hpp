@@ -3,6 +3,13 @@
 // the receives it keeps posted in them, the messages that arrived and are not yet taken,
 // and the one operation waiting for the next.
 //
+// A message stays in the pool until the operation's handler is about to run, on its own
+// executor: a cancellation that reaches the operation before then ends it with
+// operation_aborted and leaves the message for the next receive. (Taken when the
+// completion is queued, a message would be lost whenever the operation lost a race it had
+// won already: in `receive || timer`, the timer's handler queued first cancels a receive
+// whose message is on its way, and the group drops the receive's result.)
+//
 // Lifetime: each posted receive's handler holds the pool, because the device writes into
 // its buffer until the receive completes (flushed, at the latest, when the queue pair
 // closes). Messages handed out hold it too: they give their buffer back when destroyed.
@@ -17,6 +24,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -66,7 +74,11 @@ private:
     void post(std::uint32_t slot);
     void arrived(arrival a);
     void cancel(std::uint64_t id) noexcept;
-    void complete(handler h, const arrival& a);
+    // The woken operation will complete: its handler is queued, and takes the next message
+    // (or the error, or operation_aborted if cancelled meanwhile) when it is about to run.
+    void wake(handler h);
+    void deliver(handler h);
+    void abort(handler h);
 
     // The buffers and their registration, shared with the queue pair: the device may write
     // into them until the queue pair is destroyed, and the registration must go then,
@@ -82,6 +94,10 @@ private:
     std::deque<arrival> arrived_;
     std::list<waiter> waiting_; // at most one (a list: Boost 1.81's handler move-assignment recurses)
     std::uint64_t next_wait_ = 0;
+    // The operation woken (its handler queued) and not yet run, and whether a cancellation
+    // reached it meanwhile.
+    std::optional<std::uint64_t> woken_;
+    bool woken_cancelled_ = false;
     error_code broken_; // the first error a receive completed with: the queue pair is in error
     bool closed_ = false;
 };
