@@ -132,7 +132,15 @@ void qp_impl::post(const work_request& wr, handler h) {
         return;
     }
     const std::uint64_t wr_id = next_wr_id_++;
-    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    // Before the handler can complete on another thread (assigned after, it would replace
+    // the slot's handler for the handler's next operation). One emitted after the
+    // completion finds nothing outstanding and does nothing.
+    if (auto slot = boost::asio::get_associated_cancellation_slot(h); slot.is_connected())
+        slot.assign([weak = weak_from_this(), wr_id](boost::asio::cancellation_type type) {
+            if ((type & boost::asio::cancellation_type::terminal) == boost::asio::cancellation_type::none)
+                return; // a work request cannot be recalled: partial and total cancellation do nothing
+            if (auto self = weak.lock()) self->cancel(wr_id);
+        });
     outstanding_.emplace(wr_id, std::move(h)); // before the post: its completion cannot beat it
     update_busy();
     begin_verbs_call();
@@ -162,17 +170,7 @@ void qp_impl::post(const work_request& wr, handler h) {
         if (int e = ibv_post_send(qp_, &s, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_send", e);
     }
     end_verbs_call();
-    if (!ec) {
-        // Assigned on the initiating thread, as the slot's signal is emitted on the user's
-        // side; one emitted after the completion finds nothing outstanding and does nothing.
-        if (slot.is_connected())
-            slot.assign([weak = weak_from_this(), wr_id](boost::asio::cancellation_type type) {
-                if ((type & boost::asio::cancellation_type::terminal) == boost::asio::cancellation_type::none)
-                    return; // a work request cannot be recalled: partial and total cancellation do nothing
-                if (auto self = weak.lock()) self->cancel(wr_id);
-            });
-        return;
-    }
+    if (!ec) return;
     lock.lock();
     auto it = outstanding_.find(wr_id);
     if (it == outstanding_.end()) return; // closed meanwhile: aborted already
