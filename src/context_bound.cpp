@@ -70,13 +70,33 @@ void bound_executor::set_busy(bool busy) noexcept {
                               : boost::asio::any_io_executor();
 }
 
-void bound_executor::bind(const boost::asio::any_io_executor& ex) {
+boost::asio::any_io_executor bound_executor::set(const boost::asio::any_io_executor& ex) {
+    {
+        // Within one context (two channels of one io_context, a strand of it): no
+        // registration changes, and the same executor needs nothing at all.
+        std::lock_guard lock(state_->mutex);
+        if (state_->alive && executor_ && ex &&
+            &boost::asio::query(executor_, boost::asio::execution::context) ==
+                &boost::asio::query(ex, boost::asio::execution::context)) {
+            if (ex != executor_) {
+                executor_ = ex;
+                if (busy_) work_ = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
+            }
+            return executor_;
+        }
+    }
+    unbind();
+    return bind(ex);
+}
+
+boost::asio::any_io_executor bound_executor::bind(const boost::asio::any_io_executor& ex) {
     state_ = state_of(ex);
     std::lock_guard lock(state_->mutex);
-    if (!state_->alive) return; // nothing runs there any more
+    if (!state_->alive) return {}; // nothing runs there any more
     executor_ = ex;
     if (busy_) work_ = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
     state_->members.push_back(this);
+    return executor_;
 }
 
 void bound_executor::unbind() noexcept {

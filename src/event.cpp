@@ -40,10 +40,13 @@ cm_event& cm_event::operator=(const cm_event& other) noexcept {
         type_ = other.type_;
         status_ = other.status_;
         ud_event_ = other.ud_event_;
-        conn_ = other.conn_;
-        ud_ = other.ud_;
+        // Only what the event holds: most events, and every completion that carries no
+        // event, have no private data (the array alone is 256 bytes, and completions are
+        // moved — copied — a few times each on their way to the handler).
+        conn_ = ud_event_ ? rdma_conn_param{} : other.conn_;
+        ud_ = ud_event_ ? other.ud_ : rdma_ud_param{};
         private_data_len_ = other.private_data_len_;
-        private_data_ = other.private_data_;
+        std::memcpy(private_data_.data(), other.private_data_.data(), private_data_len_);
         point_private_data();
     }
     return *this;

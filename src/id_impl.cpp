@@ -444,7 +444,7 @@ id_impl::settle_after::~settle_after() {
 }
 
 void id_impl::update_busy() noexcept {
-    bool busy = migration_ || !deferred_.empty() ||
+    bool busy = (migration_ && migration_->waited) || !deferred_.empty() ||
                 std::any_of(handlers_.begin(), handlers_.end(), [](const auto& h) { return h.index() != 0; });
     if (busy != busy_) executor_.set_busy(busy_ = busy);
 }

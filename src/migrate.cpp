@@ -30,7 +30,8 @@
 
 #include <poll.h>
 
-#include <functional>
+#include <memory>
+#include <optional>
 
 namespace rdmacm::detail {
 namespace {
@@ -82,8 +83,8 @@ void id_impl::migrate(const std::shared_ptr<channel_impl>& target, const executo
         complete({std::move(handler), ec, {}, {}});
         return;
     }
-    migration_.reset(new migration{target, target ? target_ex : executor_.get(), executor_.get(), std::move(handler)});
-    update_busy();
+    auto current = executor_.get();
+    migration_.reset(new migration{target, target ? target_ex : current, current, std::move(handler)});
     if (data_path_) data_path_->begin_move();
     migrate_step(lock, how::post);
 }
@@ -95,6 +96,8 @@ void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
     }
     if (calls_in_flight_ != 0) { // the last call out goes on (after_call)
         migrate_waits_ = true;
+        migration_->waited = true;
+        update_busy();
         lock.unlock();
         return;
     }
@@ -119,19 +122,21 @@ void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
 void id_impl::end_migration(error_code ec, how mode) {
     executor_type ex;
     std::shared_ptr<channel_impl> target;
-    std::shared_ptr<void_handler> handler;
+    std::optional<void_handler> handler; // (emplaced: 1.81's move assignment recurses)
     {
         std::unique_lock lock(mutex_);
         if (migration_->settled) return; // by close(), which ends it
         migration_->settled = true;
         target = migration_->target;
-        handler = std::make_shared<void_handler>(std::move(migration_->handler));
+        handler.emplace(std::move(migration_->handler));
         if (mode == how::post) ex = migration_->old_executor;
         release_if_idle(lock); // closed: the id goes now, whenever the end runs
     }
     if (target) target->remove_owner(); // taken at the start, not needed now
     if (ex)
-        boost::asio::post(ex, [self = shared_from_this(), ec, handler] { self->finish_migration(ec, *handler); });
+        boost::asio::post(ex, [self = shared_from_this(), ec, handler = std::move(*handler)]() mutable {
+            self->finish_migration(ec, handler);
+        });
     else
         finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
 }
@@ -182,6 +187,23 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
         channel_ = target; // with the owner taken at the start
         synchronous_ = !target;
     }
+    // Handlers of the id already handed to the old executor run before the id moves on
+    // (one hop when old and new executor are the same, e.g. two channels of one context).
+    // The migrate handler travels with the continuation, not in the id: a continuation that
+    // never runs (its context destroyed first) takes it along, and with it whatever it
+    // holds of the id (a connection_request, shard_pool's placement).
+    executor_type hop; // where the end runs after the old executor, if elsewhere
+    if (!ec && target_executor != old_executor) hop = std::move(target_executor);
+    auto then = [self = shared_from_this(), ec, hop = std::move(hop),
+                 handler = std::move(migration_->handler)]() mutable {
+        if (!hop)
+            self->finish_migration(ec, handler);
+        else
+            boost::asio::post(hop, [self = std::move(self), ec, handler = std::move(handler)]() mutable {
+                self->finish_migration(ec, handler);
+            });
+    };
+    auto data = data_path_;
     release_if_idle(lock); // close() came meanwhile: the id goes now, wherever it is
     call_done_.notify_all();
     if (ec && target) target->remove_owner(); // taken at the start, not needed now
@@ -193,24 +215,8 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
         if (target && !pending_request_ && has_queued_event(target->native())) target->kick();
         if (old_channel) old_channel->remove_owner();
     }
-    // Handlers of the id already handed to the old executor run before the id moves on
-    // (one hop when old and new executor are the same, e.g. two channels of one context).
-    // The migrate handler travels with the continuation, not in the id: a continuation that
-    // never runs (its context destroyed first) takes it along, and with it whatever it
-    // holds of the id (a connection_request, shard_pool's placement).
-    auto finish_on = ec ? old_executor : target_executor;
-    lock.lock();
-    auto handler = std::make_shared<void_handler>(std::move(migration_->handler));
-    auto data = data_path_;
-    lock.unlock();
-    std::function<void()> then = [self = shared_from_this(), ec, finish_on, old_executor, handler] {
-        if (finish_on == old_executor)
-            self->finish_migration(ec, *handler);
-        else
-            boost::asio::post(finish_on, [self, ec, handler] { self->finish_migration(ec, *handler); });
-    };
-    if (data)
-        data->after_handed(old_executor, std::move(then)); // its completions too
+    if (data) // its completions too (a std::function: copyable)
+        data->after_handed(old_executor, [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
     else
         boost::asio::post(old_executor, std::move(then));
 }
@@ -219,9 +225,8 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
 // call. Until it ends, newer events and operations queue behind what it hands over.
 void id_impl::finish_migration(error_code ec, void_handler& handler) {
     std::unique_lock lock(mutex_);
-    if (!ec) executor_.set(migration_->target_executor);
-    migrate_waits_ = false; // (abandoned while calls were in flight)
-    const auto ex = executor_.get();
+    const auto ex = ec ? executor_.get() : executor_.set(migration_->target_executor);
+    migrate_waits_ = false;           // (abandoned while calls were in flight)
     std::shared_ptr<data_path> ended; // whose end_move ran
     for (;;) {
         if (!held_.empty()) { // events, in order, as the reader would have delivered them
@@ -259,9 +264,15 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
             break;
         }
     }
+    // A move that waited for a call held the id's work (update_busy): let go of once its
+    // handler is handed over. Any other leaves the id's work as it was.
+    const bool waited = migration_->waited;
     migration_.reset();
     release_if_idle(lock); // close() came while the id moved
-    complete({std::move(handler), ec, {}, {}}, how::dispatch);
+    if (waited)
+        complete({std::move(handler), ec, {}, {}}, how::dispatch);
+    else
+        complete(ex, {std::move(handler), ec, {}, {}}, how::dispatch);
 }
 
 } // namespace rdmacm::detail

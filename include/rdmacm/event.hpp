@@ -53,7 +53,7 @@ private:
     rdma_conn_param conn_{};
     rdma_ud_param ud_{};
     std::uint8_t private_data_len_ = 0;
-    std::array<std::byte, 256> private_data_{};
+    std::array<std::byte, 256> private_data_; // the first private_data_len_ bytes are the data
     void point_private_data() noexcept;
 };
 

@@ -66,11 +66,9 @@ public:
 
     // A copy; empty once the context has shut down (nothing runs there any more).
     boost::asio::any_io_executor get() const noexcept;
-    // Moves to `ex`, and the work with it.
-    void set(const boost::asio::any_io_executor& ex) {
-        unbind();
-        bind(ex);
-    }
+    // Moves to `ex`, and the work with it; returns what get() now would (empty if that
+    // context has shut down).
+    boost::asio::any_io_executor set(const boost::asio::any_io_executor& ex);
     // Whether an operation of the object waits: work is kept on the executor while it does.
     void set_busy(bool busy) noexcept;
 
@@ -81,7 +79,7 @@ public:
     std::shared_ptr<context_user> user() const noexcept override { return user_.lock(); }
 
 private:
-    void bind(const boost::asio::any_io_executor& ex);
+    boost::asio::any_io_executor bind(const boost::asio::any_io_executor& ex);
     void unbind() noexcept;
 
     std::shared_ptr<state> state_;

@@ -240,6 +240,10 @@ private:
         // waits for it (it may be destroyed), and the target's owner is settled. What is
         // left (finish_migration, on an executor) only hands things over.
         bool settled = false;
+        // It waited for calls in flight: no post of the move held its context meanwhile, so
+        // the id did (busy) — until the move ends. Every other step of a move is a post,
+        // which holds work of its own.
+        bool waited = false;
     };
     struct deferred_start {
         op_kind kind;
