@@ -7,6 +7,8 @@
 // loop (poll, get, ack), or through the library's channel (reader, copy, ack, route, and
 // the completion handler of an async_next_event waiting on each id). Rounds alternate;
 // medians are compared. Prints both rates and ours/raw.
+#include "costs.hpp"
+
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -31,7 +33,7 @@ namespace {
 
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
-double raw_round(const rdmacm::endpoint& dst, int ids) {
+double raw_round(const rdmacm::endpoint& dst, int ids, bench::costs::phase* cost) {
     rdma_event_channel* ch = rdma_create_event_channel();
     if (!ch) throw std::runtime_error("rdma_create_event_channel failed");
     fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
@@ -39,6 +41,7 @@ double raw_round(const rdmacm::endpoint& dst, int ids) {
     for (auto& id : v)
         if (rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) throw std::runtime_error("rdma_create_id failed");
     auto start = clock_type::now();
+    if (cost) cost->begin();
     for (auto* id : v)
         if (rdma_resolve_addr(id, nullptr, const_cast<sockaddr*>(dst.data()), 5000))
             throw std::runtime_error("rdma_resolve_addr failed");
@@ -53,13 +56,14 @@ double raw_round(const rdmacm::endpoint& dst, int ids) {
             ++got;
         }
     }
+    if (cost) cost->end(static_cast<std::uint64_t>(ids));
     double t = seconds_since(start);
     for (auto* id : v) rdma_destroy_id(id);
     rdma_destroy_event_channel(ch);
     return ids / t;
 }
 
-double library_round(const rdmacm::endpoint& dst, int ids) {
+double library_round(const rdmacm::endpoint& dst, int ids, bench::costs::phase& cost) {
     asio::io_context ctx;
     double rate = 0;
     {
@@ -74,10 +78,12 @@ double library_round(const rdmacm::endpoint& dst, int ids) {
                 ++got;
             });
         auto start = clock_type::now();
+        cost.begin();
         for (auto& id : v)
             if (rdma_resolve_addr(id.native_handle(), nullptr, const_cast<sockaddr*>(dst.data()), 5000))
                 throw std::runtime_error("rdma_resolve_addr failed");
         while (got < ids) ctx.run_one();
+        cost.end(static_cast<std::uint64_t>(ids));
         rate = ids / seconds_since(start);
     }
     ctx.run_for(30s); // ids destroyed, channel gone
@@ -96,18 +102,22 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: cm_events_bench ADDRESS [IDS] [ROUNDS]\n");
         return 2;
     }
+    bench::costs::start();
     rdmacm::endpoint dst(asio::ip::make_address(argv[1]), 7471);
     int ids = argc > 2 ? std::atoi(argv[2]) : 1000;
     int rounds = argc > 3 ? std::atoi(argv[3]) : 7;
     std::vector<double> raw, ours;
-    raw_round(dst, ids); // warm-up: device opened, caches filled
+    bench::costs::phase raw_cost("raw"), our_cost("event_channel");
+    raw_round(dst, ids, nullptr); // warm-up: device opened, caches filled
     for (int r = 0; r < rounds; ++r) {
-        raw.push_back(raw_round(dst, ids));
-        ours.push_back(library_round(dst, ids));
+        raw.push_back(raw_round(dst, ids, &raw_cost));
+        ours.push_back(library_round(dst, ids, our_cost));
     }
     double r = median(raw), o = median(ours);
     std::printf("CM events/s, %d ADDR_RESOLVED per round, median of %d rounds\n", ids, rounds);
     std::printf("  raw rdma_get_cm_event loop : %10.0f\n", r);
     std::printf("  rdmacm::event_channel      : %10.0f\n", o);
     std::printf("  ratio ours/raw             : %10.2f\n", o / r);
+    raw_cost.print();
+    our_cost.print();
 }

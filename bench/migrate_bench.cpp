@@ -5,7 +5,9 @@
 // Then, ROUNDS times, every id moves A -> B -> A: by raw rdma_migrate_id calls on the ids'
 // native handles, and by async_migrate (the handler runs, the id's events and operations
 // are re-attached), each started by the previous one's handler. Prints migrations/s and p50/p99 latency for both, and
-// ours/raw.
+// ours/raw; then each one's deterministic costs per migration (bench/costs.hpp).
+#include "costs.hpp"
+
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: migrate_bench ADDRESS [CONNECTIONS] [ROUNDS]\n");
         return 2;
     }
+    bench::costs::start();
     const int connections = argc > 2 ? std::atoi(argv[2]) : 10;
     const int rounds = argc > 3 ? std::atoi(argv[3]) : 50;
     asio::io_context ctx;
@@ -94,17 +97,21 @@ int main(int argc, char** argv) {
         }
         run_until(ctx, [&] { return established == connections && servers.size() == clients.size(); });
 
+        bench::costs::phase raw_cost("raw"), one_cost("one_at_a_time"), batch_cost("all_at_once");
+        const auto per_round = clients.size() * 2;
         std::vector<double> raw_us, one_us, batch_us;
         double raw_total = 0, one_total = 0, batch_total = 0;
         for (int r = 0; r < rounds; ++r) {
             // Raw: the same ids, A -> B -> A, straight through librdmacm.
             auto t0 = clock_type::now();
+            raw_cost.begin();
             for (auto& c : clients)
                 for (auto* ch : {b.native_handle(), a.native_handle()}) {
                     auto t = clock_type::now();
                     if (rdma_migrate_id(c.native_handle(), ch) != 0) throw std::runtime_error("rdma_migrate_id");
                     raw_us.push_back(us_since(t));
                 }
+            raw_cost.end(per_round);
             raw_total += us_since(t0) / 1e6;
 
             // Ours, one at a time: A -> B -> A, each started by the previous one's handler.
@@ -124,12 +131,15 @@ int main(int argc, char** argv) {
                     migrate_next();
                 });
             };
+            one_cost.begin();
             migrate_next();
             run_until(ctx, [&] { return done == clients.size() * 2; });
+            one_cost.end(per_round);
             one_total += us_since(t0) / 1e6;
 
             // Ours, as a rebalancer does it: every id A -> B at once, then every id back.
             t0 = clock_type::now();
+            batch_cost.begin();
             for (auto* ch : {&b, &a}) {
                 done = 0;
                 for (auto& c : clients) {
@@ -141,6 +151,7 @@ int main(int argc, char** argv) {
                 }
                 run_until(ctx, [&] { return done == clients.size(); });
             }
+            batch_cost.end(per_round);
             batch_total += us_since(t0) / 1e6;
         }
         auto raw = summarize(raw_us, raw_total), one = summarize(one_us, one_total),
@@ -153,6 +164,7 @@ int main(int argc, char** argv) {
         std::printf("  async_migrate, all ids at once: %12.0f %9.1f %9.1f %9.2f\n", batch.rate, batch.p50_us,
                     batch.p99_us, raw.rate / batch.rate);
         std::printf("  (cost/raw: time per migration, ours / raw; latency at once: from start to handler)\n");
+        for (auto* p : {&raw_cost, &one_cost, &batch_cost}) p->print();
     }
     ctx.run_for(30s);
 }

@@ -4,6 +4,8 @@
 // as many idle ids, in one run. Each connection has a minimal queue pair on one shared CQ
 // (RoCE's CM wants a QP; no completion channel, so nothing of the data path moves): the
 // cost measured is the CM id's move and the pool's bookkeeping.
+#include "costs.hpp"
+
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: rebalance_bench ADDRESS [CONNECTIONS]\n");
         return 2;
     }
+    bench::costs::start();
     const int connections = argc > 2 ? std::atoi(argv[2]) : 10000;
     asio::io_context ctx; // the listener and the clients
     {
@@ -99,17 +102,22 @@ int main(int argc, char** argv) {
             ctx, [&] { return pool.connection_counts()[0] == std::size_t(connections); }, 120s);
         std::printf("%d connections set up in %.0f ms, all on shard 0\n", connections, ms_since(t_setup));
 
+        bench::costs::phase our_cost("rebalance"), raw_cost("raw");
         auto t0 = clock_type::now();
+        our_cost.begin();
         auto report = pool.async_rebalance(rdmacm::even_count(), asio::use_future).get();
         double ours_ms = ms_since(t0);
         if (!report.failed.empty()) throw std::runtime_error("some moves failed");
         const auto moved = report.moved.size();
+        our_cost.end(moved);
 
         // Raw: as many idle ids, moved by rdma_migrate_id to another channel (and back after).
         t0 = clock_type::now();
+        raw_cost.begin();
         for (std::size_t i = 0; i < moved; ++i)
             if (rdma_migrate_id(clients[i].native_handle(), other.native_handle()) != 0)
                 throw std::runtime_error("rdma_migrate_id");
+        raw_cost.end(moved);
         double raw_ms = ms_since(t0);
         for (std::size_t i = 0; i < moved; ++i)
             if (rdma_migrate_id(clients[i].native_handle(), channel.native_handle()) != 0)
@@ -120,6 +128,8 @@ int main(int argc, char** argv) {
         std::printf("  per connection: ours %.1f us, raw rdma_migrate_id %.1f us, ours/raw %.2f\n",
                     ours_ms * 1000 / static_cast<double>(moved), raw_ms * 1000 / static_cast<double>(moved),
                     ours_ms / raw_ms);
+        raw_cost.print();
+        our_cost.print();
         pool.stop();
     }
     ctx.run_for(120s); // every id destroyed

@@ -1,0 +1,100 @@
+#pragma once
+// Deterministic costs of a benchmark's phases, printed beside its times (TCG moves times
+// ±40 % run to run; these repeat): system calls per operation, counted by the kernel for
+// every thread of the process (the raw_syscalls:sys_enter tracepoint through
+// perf_event_open, inherited by threads made after `costs::start()`), and user-space
+// instructions per operation when the benchmark runs under callgrind with
+// --collect-atstart=no (bench/costs.sh): each stretch of a phase is collected and dumped
+// under the phase's name, and the script adds the dumps up.
+#include <valgrind/callgrind.h>
+
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace bench {
+
+class costs {
+public:
+    // Before any thread is made: the counter is inherited by the threads made afterwards.
+    static void start() { counter(); }
+
+    // A phase: stretches of measured work, and how many operations they did.
+    class phase {
+    public:
+        explicit phase(std::string name) : name_(std::move(name)) {}
+        void begin() {
+            syscalls_at_ = counter().read();
+            CALLGRIND_TOGGLE_COLLECT;
+        }
+        void end(std::uint64_t ops) {
+            CALLGRIND_TOGGLE_COLLECT;
+            CALLGRIND_DUMP_STATS_AT(name_.c_str());
+            syscalls_ += counter().read() - syscalls_at_ - 1; // (that read itself)
+            ops_ += ops;
+        }
+        // "costs NAME: N ops, S syscalls/op" (what bench/costs.sh reads, with the dumps).
+        void print() const {
+            if (counter().error().empty())
+                std::printf("costs %s: %llu ops, %.2f syscalls/op\n", name_.c_str(),
+                            static_cast<unsigned long long>(ops_),
+                            ops_ ? static_cast<double>(syscalls_) / static_cast<double>(ops_) : 0.0);
+            else
+                std::printf("costs %s: %llu ops, syscalls not counted (%s)\n", name_.c_str(),
+                            static_cast<unsigned long long>(ops_), counter().error().c_str());
+        }
+
+    private:
+        std::string name_;
+        std::uint64_t syscalls_at_ = 0, syscalls_ = 0, ops_ = 0;
+    };
+
+private:
+    class syscall_counter {
+    public:
+        syscall_counter() {
+            std::uint64_t id = 0;
+            for (const char* dir : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"})
+                if (std::ifstream f(std::string(dir) + "/events/raw_syscalls/sys_enter/id"); f >> id) break;
+            if (id == 0) {
+                error_ = "no raw_syscalls:sys_enter tracepoint: is tracefs mounted?";
+                return;
+            }
+            perf_event_attr attr{};
+            attr.size = sizeof attr;
+            attr.type = PERF_TYPE_TRACEPOINT;
+            attr.config = id;
+            attr.inherit = 1; // the threads made later count too (read() adds theirs)
+            attr.exclude_kernel = 0;
+            fd_ = static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+            if (fd_ < 0) error_ = std::string("perf_event_open: ") + std::strerror(errno);
+        }
+        ~syscall_counter() {
+            if (fd_ >= 0) ::close(fd_);
+        }
+        std::uint64_t read() const {
+            std::uint64_t n = 0;
+            if (fd_ >= 0 && ::read(fd_, &n, sizeof n) != static_cast<ssize_t>(sizeof n)) n = 0;
+            return n;
+        }
+        const std::string& error() const { return error_; }
+
+    private:
+        int fd_ = -1;
+        std::string error_;
+    };
+    static syscall_counter& counter() {
+        static syscall_counter c;
+        return c;
+    }
+};
+
+} // namespace bench
