@@ -14,7 +14,8 @@ trap 'rm -rf "$work"' EXIT
 
 # Sizes: small (callgrind runs ~50x slower); siw takes a few dozen QPs per process.
 [ "$dev" = siw0 ] && rebalance=20 || rebalance=200
-benches=("migrate_bench $addr 10 10" "cm_events_bench $addr 200 3" "rebalance_bench $addr $rebalance")
+benches=("migrate_bench $addr 10 10" "cm_events_bench $addr 200 3" "rebalance_bench $addr $rebalance"
+    "send_bench $addr 1000 64 16")
 
 printf '%s: deterministic costs per operation, each phase vs raw in the same run\n' "$dev"
 printf '  %-32s %8s %12s %10s %14s %10s\n' phase ops syscalls/op "vs raw" instructions/op "vs raw"

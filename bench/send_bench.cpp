@@ -7,7 +7,10 @@
 //              returning a credit every WINDOW messages (iWARP has no RNR retry).
 // Completions go straight to callbacks, as perftest polls straight from its loop.
 // Server and client each run their own io_context on a thread of their own. Prints one
-// line: "latency_us <p50> <p99> msg_rate_mps <rate>".
+// line: "latency_us <p50> <p99> msg_rate_mps <rate>", then each run's deterministic costs
+// (bench/costs.hpp; both threads, per round trip and per message streamed).
+#include "costs.hpp"
+
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -34,6 +37,8 @@ using namespace std::chrono_literals;
 namespace {
 
 enum : unsigned char { ping = 'P', data = 'D' };
+
+bench::costs::phase round_trip_cost("round_trip"), streamed_cost("streamed");
 
 struct settings {
     int iterations;
@@ -115,8 +120,10 @@ awaitable<result> client(rdmacm::endpoint server, settings s) {
         e.send();
     };
     e.out()[0] = std::byte{ping};
+    round_trip_cost.begin();
     e.send();
     co_await done.async_wait(asio::as_tuple(use_awaitable));
+    round_trip_cost.end(static_cast<std::uint64_t>(s.iterations));
     std::sort(half_rtt.begin(), half_rtt.end());
 
     // Message rate: as many in flight as the server has receives posted.
@@ -135,8 +142,10 @@ awaitable<result> client(rdmacm::endpoint server, settings s) {
         pump();
     };
     start = clock_type::now();
+    streamed_cost.begin();
     pump();
     co_await done.async_wait(asio::as_tuple(use_awaitable));
+    streamed_cost.end(total);
     double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
     co_await id.async_disconnect(use_awaitable);
     co_return result{half_rtt[half_rtt.size() / 2], half_rtt[half_rtt.size() * 99 / 100],
@@ -157,6 +166,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     const auto address = asio::ip::make_address(argv[1]);
+    bench::costs::start(); // before the server's thread
     asio::io_context server_ctx, client_ctx;
     try {
         std::future<void> served;
@@ -177,6 +187,8 @@ int main(int argc, char** argv) {
         }
         auto r = measured.get();
         std::printf("latency_us %.2f %.2f msg_rate_mps %.4f\n", r.p50_us, r.p99_us, r.rate / 1e6);
+        round_trip_cost.print();
+        streamed_cost.print();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "send_bench: %s\n", e.what());
         return 1;

@@ -131,17 +131,17 @@ void qp_impl::post(const work_request& wr, handler h) {
         refuse(ex, std::move(h), ec);
         return;
     }
-    const std::uint64_t wr_id = next_wr_id_++;
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    const std::uint64_t wr_id = outstanding_.insert(std::move(h)); // before the post: its completion cannot beat it
     // Before the handler can complete on another thread (assigned after, it would replace
     // the slot's handler for the handler's next operation). One emitted after the
     // completion finds nothing outstanding and does nothing.
-    if (auto slot = boost::asio::get_associated_cancellation_slot(h); slot.is_connected())
+    if (slot.is_connected())
         slot.assign([weak = weak_from_this(), wr_id](boost::asio::cancellation_type type) {
             if ((type & boost::asio::cancellation_type::terminal) == boost::asio::cancellation_type::none)
                 return; // a work request cannot be recalled: partial and total cancellation do nothing
             if (auto self = weak.lock()) self->cancel(wr_id);
         });
-    outstanding_.emplace(wr_id, std::move(h)); // before the post: its completion cannot beat it
     update_busy();
     begin_verbs_call();
     lock.unlock();
@@ -172,13 +172,11 @@ void qp_impl::post(const work_request& wr, handler h) {
     end_verbs_call();
     if (!ec) return;
     lock.lock();
-    auto it = outstanding_.find(wr_id);
-    if (it == outstanding_.end()) return; // closed meanwhile: aborted already
-    auto failed = std::move(it->second);
-    outstanding_.erase(it);
+    auto failed = outstanding_.take(wr_id);
+    if (!failed) return; // closed meanwhile: aborted already
     auto ex = executor_.get();
     lock.unlock();
-    refuse(ex, std::move(failed), ec);
+    refuse(ex, std::move(*failed), ec);
     settle();
 }
 
@@ -263,15 +261,14 @@ void qp_impl::poll(const void* by) {
             while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0) {
                 std::lock_guard lock(mutex_);
                 for (int i = 0; i < n; ++i) {
-                    auto it = outstanding_.find(wc[i].wr_id);
-                    if (it == outstanding_.end()) continue; // aborted by close()
+                    auto h = outstanding_.take(wc[i].wr_id);
+                    if (!h) continue; // aborted by close()
                     error_code ec;
                     if (wc[i].status != IBV_WC_SUCCESS) {
                         ec = error_code(wc[i].status, work_completion_category());
                         broken_ = true; // a failed work request puts an RC queue pair in error
                     }
-                    done.push_back({std::move(it->second), outcome(wc[i].wr_id, ec), wc[i].byte_len});
-                    outstanding_.erase(it);
+                    done.push_back({std::move(*h), outcome(wc[i].wr_id, ec), wc[i].byte_len});
                 }
             }
             if (armed) break;
@@ -279,17 +276,10 @@ void qp_impl::poll(const void* by) {
             armed = true;
         }
         std::lock_guard lock(mutex_);
-        if (flush_rest_ && !outstanding_.empty()) { // after what the device completed, in posting order
-            // (Sorting the ids, not the handlers: Boost 1.81's any_completion_handler move
-            // assignment recurses.)
-            std::vector<std::uint64_t> rest;
-            for (const auto& entry : outstanding_) rest.push_back(entry.first);
-            std::sort(rest.begin(), rest.end());
-            for (auto wr_id : rest)
-                done.push_back({std::move(outstanding_.at(wr_id)),
-                                outcome(wr_id, error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), 0});
-            outstanding_.clear();
-        }
+        if (flush_rest_ && !outstanding_.empty()) // after what the device completed, in posting order
+            for (auto& [wr_id, h] : outstanding_.take_all())
+                done.push_back(
+                    {std::move(h), outcome(wr_id, error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), 0});
         if (closed_) {
             // close() came while this poll ran (it has let go of the reader): these completed
             // before it, so they complete as they did — held, nothing would ever hand them
@@ -419,8 +409,8 @@ void qp_impl::close() noexcept {
         closing_.store(true);                                  // no verbs call starts from here (wait_idle)
         for (auto& c : held_) aborted.push_back(std::move(c)); // they completed first: as they did
         held_.clear();
-        for (auto& [id, h] : outstanding_) aborted.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
-        outstanding_.clear();
+        for (auto& [id, h] : outstanding_.take_all())
+            aborted.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
         cancelled_.clear();
         reader = std::move(reader_);
         ex = executor_.get();

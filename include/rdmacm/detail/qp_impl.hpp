@@ -11,6 +11,7 @@
 // and with no lock held; a reader the channel has left parks what it polled for it.
 #include "rdmacm/detail/fd_reader.hpp"
 #include "rdmacm/detail/id_impl.hpp"
+#include "rdmacm/detail/work_request_table.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 
@@ -21,7 +22,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 namespace rdmacm {
@@ -117,8 +117,7 @@ private:
     mutable std::mutex mutex_;
     bound_executor executor_; // may be freed on the destroyer thread
     std::shared_ptr<cq_reader> reader_;
-    std::unordered_map<std::uint64_t, handler> outstanding_;
-    std::uint64_t next_wr_id_ = 1;
+    work_request_table<handler> outstanding_;
     std::vector<std::uint64_t> cancelled_; // outstanding, cancelled: complete with operation_aborted
     std::vector<std::function<void()>> on_destroyed_;
     bool destroyed_ = false;
