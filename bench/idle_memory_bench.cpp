@@ -1,6 +1,7 @@
-// idle_memory_bench ADDRESS N raw|ours: what N idle established connections cost a client
-// process, made through raw librdmacm or through rdmacm (a cm_id and a queue_pair each,
-// 64 send and 64 receive work requests, as queue_pair_options' defaults). The server is
+// idle_memory_bench ADDRESS N raw|ids|ours: what N idle established connections cost a
+// client process, made through raw librdmacm, through rdmacm's cm_id with librdmacm's own
+// queue pair and CQs (`ids`: the id's share), or through rdmacm's cm_id and queue_pair
+// (64 send and 64 receive work requests each, as queue_pair_options' defaults). The server is
 // the same in both (rdmacm's listener, accepting with a queue pair of the same size), so
 // the difference of two runs is the client side's. Prints, per connection, what RSS, its
 // anonymous part, the heap in use and the open fds grew by with the connections up;
@@ -34,14 +35,16 @@ namespace {
 
 constexpr std::uint32_t depth = 64;
 
-// A line of /proc/self/status, in KiB ("VmRSS", "RssAnon", ...).
-long status_kib(const std::string& key) {
-    std::ifstream f("/proc/self/status");
+// A line of /proc/self/smaps_rollup, in KiB ("Rss", "Anonymous"): counted from the page
+// tables. (/proc/self/status's VmRSS comes from per-thread counters synced now and then:
+// it moved by 14 MiB between two runs whose mappings smaps found equal.)
+long rollup_kib(const std::string& key) {
+    std::ifstream f("/proc/self/smaps_rollup");
     for (std::string line; std::getline(f, line);)
         if (line.rfind(key + ":", 0) == 0) return std::stol(line.substr(key.size() + 1));
     return -1;
 }
-long rss_kib() { return status_kib("VmRSS"); }
+long rss_kib() { return rollup_kib("Rss"); }
 
 long heap_kib() { return static_cast<long>(::mallinfo2().uordblks / 1024); }
 
@@ -89,13 +92,14 @@ std::vector<rdma_cm_id*> raw_clients(const rdmacm::endpoint& server, int n) {
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4 || (std::string(argv[3]) != "raw" && std::string(argv[3]) != "ours")) {
-        std::fprintf(stderr, "usage: idle_memory_bench ADDRESS N raw|ours\n");
+    const std::string mode = argc == 4 ? argv[3] : "";
+    if (mode != "raw" && mode != "ids" && mode != "ours") {
+        std::fprintf(stderr, "usage: idle_memory_bench ADDRESS N raw|ids|ours\n");
         return 2;
     }
     const auto address = asio::ip::make_address(argv[1]);
     const int n = std::atoi(argv[2]);
-    const bool raw = std::string(argv[3]) == "raw";
+    const bool raw = mode == "raw";
 
     // The server, on a thread of its own: accepts every connection with a queue pair.
     asio::io_context server_ctx;
@@ -120,7 +124,7 @@ int main(int argc, char** argv) {
     std::thread server([&] { server_ctx.run_for(300s); });
     const rdmacm::endpoint to{address, l.local_endpoint().port()};
 
-    const long rss_before = rss_kib(), heap_before = heap_kib(), anon_before = status_kib("RssAnon");
+    const long rss_before = rss_kib(), heap_before = heap_kib(), anon_before = rollup_kib("Anonymous");
     const int fds_before = open_fds();
     long rss_up = 0, heap_up = 0, anon_up = 0;
     int fds_up = 0;
@@ -143,7 +147,13 @@ int main(int argc, char** argv) {
                     [&]() -> asio::awaitable<void> {
                         co_await id.async_resolve_address(to, 5s, asio::use_awaitable);
                         co_await id.async_resolve_route(5s, asio::use_awaitable);
-                        qps.emplace_back(id, rdmacm::queue_pair_options{.max_send_wr = depth, .max_recv_wr = depth});
+                        if (mode == "ours") {
+                            qps.emplace_back(id,
+                                             rdmacm::queue_pair_options{.max_send_wr = depth, .max_recv_wr = depth});
+                        } else {
+                            ibv_qp_init_attr attr = rdmacm::rc_qp_init_attr(depth); // as raw
+                            id.create_qp(attr);
+                        }
                         co_await id.async_connect({}, asio::use_awaitable);
                         ++established;
                     },
@@ -158,12 +168,7 @@ int main(int argc, char** argv) {
         ctx.run_for(200ms); // idle: what a connection holds between messages
         rss_up = rss_kib();
         heap_up = heap_kib();
-        anon_up = status_kib("RssAnon");
-        if (std::getenv("IDLE_MEMORY_SMAPS")) { // where it is: every mapping, for a look
-            std::ifstream in("/proc/self/smaps");
-            std::ofstream out(std::getenv("IDLE_MEMORY_SMAPS"));
-            out << in.rdbuf();
-        }
+        anon_up = rollup_kib("Anonymous");
         fds_up = open_fds();
         for (auto* id : raw_ids) {
             rdma_disconnect(id);
