@@ -73,7 +73,6 @@ private:
             attr.type = PERF_TYPE_TRACEPOINT;
             attr.config = id;
             attr.inherit = 1; // the threads made later count too (read() adds theirs)
-            attr.exclude_kernel = 0;
             fd_ = static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
             if (fd_ < 0) error_ = std::string("perf_event_open: ") + std::strerror(errno);
         }

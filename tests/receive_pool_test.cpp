@@ -35,27 +35,40 @@ std::string_view text_of(const received_message& m) {
     return {reinterpret_cast<const char*>(m.data().data()), m.size()};
 }
 
-// Sends `text` from `buf` (inside `mr`) on the client's queue pair.
-awaitable<void> send(connection_pair& p, const memory_region& mr, std::span<std::byte> buf, std::string_view text) {
-    std::memcpy(buf.data(), text.data(), text.size());
-    co_await p.client_qp->async_send(mr, buf.first(text.size()), use_awaitable);
-}
+// A connection whose server side has a pool (`depth` receives of `size` bytes), and a
+// registered buffer the client sends from.
+struct pooled_connection {
+    std::optional<listener> l;
+    connection_pair p;
+    std::optional<receive_pool> pool;
+    std::vector<std::byte> buf = std::vector<std::byte>(size);
+    std::optional<memory_region> mr;
+
+    awaitable<void> connect(event_channel& channel) {
+        l.emplace(make_listener(channel));
+        co_await connect_pair(*l, channel, p);
+        pool.emplace(*p.server_qp, depth, size);
+        mr.emplace(p.client_qp->pd(), buf);
+    }
+    // Sends `text` on the client's queue pair.
+    awaitable<void> send(std::string_view text) {
+        std::memcpy(buf.data(), text.data(), text.size());
+        co_await p.client_qp->async_send(*mr, std::span(buf).first(text.size()), use_awaitable);
+    }
+};
 
 } // namespace
 
 BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        auto l = make_listener(*channel);
-        connection_pair p;
-        co_await connect_pair(l, *channel, p);
-        receive_pool pool(*p.server_qp, depth, size);
-        std::vector<std::byte> cbuf(size);
-        memory_region cmr(p.client_qp->pd(), cbuf);
+        pooled_connection c;
+        co_await c.connect(*channel);
+        auto& pool = *c.pool;
 
         // 4 rounds of depth - 1 messages: each round's buffers given back before the next.
         int next = 0, expected = 0;
         for (int round = 0; round < 4; ++round) {
-            for (std::size_t i = 0; i + 1 < depth; ++i) co_await send(p, cmr, cbuf, "m" + std::to_string(next++));
+            for (std::size_t i = 0; i + 1 < depth; ++i) co_await c.send("m" + std::to_string(next++));
             for (std::size_t i = 0; i + 1 < depth; ++i) {
                 auto [ec, m] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
                 BOOST_REQUIRE_MESSAGE(!ec, ec.message());
@@ -68,7 +81,7 @@ BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) 
         asio::steady_timer timer(ctx, 100ms);
         auto winner = co_await (pool.async_receive(asio::as_tuple(use_awaitable)) || timer.async_wait(use_awaitable));
         BOOST_TEST(winner.index() == 1u);
-        co_await send(p, cmr, cbuf, "late");
+        co_await c.send("late");
         auto [ec, late] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
         BOOST_REQUIRE_MESSAGE(!ec, ec.message());
         BOOST_TEST(text_of(late) == "late");
@@ -88,7 +101,7 @@ BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) 
             }
             BOOST_REQUIRE(ended.has_value());
             BOOST_TEST((*ended == asio::error::operation_aborted), ended->message());
-            co_await send(p, cmr, cbuf, "after");
+            co_await c.send("after");
             auto [e2, m2] = co_await pool.async_receive(asio::as_tuple(use_awaitable));
             BOOST_REQUIRE_MESSAGE(!e2, e2.message());
             BOOST_TEST(text_of(m2) == "after");
@@ -99,7 +112,7 @@ BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) 
         pool.async_receive([&](error_code e, received_message) { first = e; });
         auto busy = std::get<0>(co_await pool.async_receive(asio::as_tuple(use_awaitable)));
         BOOST_TEST((busy == errc::operation_in_progress), busy.message());
-        co_await send(p, cmr, cbuf, "first");
+        co_await c.send("first");
         asio::steady_timer wait(ctx, 10ms);
         for (int i = 0; i < 500 && !first; ++i) {
             wait.expires_after(10ms);
@@ -117,12 +130,9 @@ BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) 
 // `||` — and the next receive waited for one that never came.
 BOOST_FIXTURE_TEST_CASE(a_cancellation_after_the_message_came_keeps_it_for_the_next_receive, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        auto l = make_listener(*channel);
-        connection_pair p;
-        co_await connect_pair(l, *channel, p);
-        receive_pool pool(*p.server_qp, depth, size);
-        std::vector<std::byte> cbuf(size);
-        memory_region cmr(p.client_qp->pd(), cbuf);
+        pooled_connection c;
+        co_await c.connect(*channel);
+        auto& pool = *c.pool;
 
         asio::io_context handler_ctx; // not run until the cancellation came
         auto queued = std::make_shared<std::atomic<std::size_t>>(0);
@@ -137,7 +147,7 @@ BOOST_FIXTURE_TEST_CASE(a_cancellation_after_the_message_came_keeps_it_for_the_n
                     ended = e;
                 })));
             const auto before = queued->load();
-            co_await send(p, cmr, cbuf, "kept");
+            co_await c.send("kept");
             asio::steady_timer wait(ctx);
             for (int i = 0; i < 1000 && queued->load() == before; ++i) {
                 wait.expires_after(10ms);
@@ -163,13 +173,11 @@ BOOST_FIXTURE_TEST_CASE(a_cancellation_after_the_message_came_keeps_it_for_the_n
 
 BOOST_FIXTURE_TEST_CASE(a_broken_connection_ends_every_receive_with_its_error, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        auto l = make_listener(*channel);
-        connection_pair p;
-        co_await connect_pair(l, *channel, p);
-        receive_pool pool(*p.server_qp, depth, size);
-        std::vector<std::byte> cbuf(size);
-        memory_region cmr(p.client_qp->pd(), cbuf);
-        co_await send(p, cmr, cbuf, "before");
+        pooled_connection c;
+        co_await c.connect(*channel);
+        auto& p = c.p;
+        auto& pool = *c.pool;
+        co_await c.send("before");
 
         // The peer disconnects: what came before is still taken first, then the error.
         // (On IB a disconnect completes once the peer disconnected too.)
@@ -194,10 +202,9 @@ BOOST_FIXTURE_TEST_CASE(a_broken_connection_ends_every_receive_with_its_error, c
 
 BOOST_FIXTURE_TEST_CASE(closing_ends_a_waiting_receive, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        auto l = make_listener(*channel);
-        connection_pair p;
-        co_await connect_pair(l, *channel, p);
-        receive_pool pool(*p.server_qp, depth, size);
+        pooled_connection c;
+        co_await c.connect(*channel);
+        auto& pool = *c.pool;
         std::optional<error_code> ended;
         pool.async_receive([&](error_code e, received_message) { ended = e; });
         pool.close();
