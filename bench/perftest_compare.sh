@@ -4,7 +4,8 @@
 # on one device: one untimed run of each first, then measured alternately REPEATS times in
 # this one run; prints the medians and the ratios (ours / perftest, for latency perftest /
 # ours: above 1 means faster). perftest busy-polls its completion queue by default; with -e
-# it sleeps on completion events as we do: both are shown. Any run that fails (either side
+# it sleeps on completion events: ours runs both ways too (queue_pair_options::poll_for),
+# each beside its match. Any run that fails (either side
 # of perftest, or send_bench) or prints no result stops the script, saying so: no median
 # is taken over fewer runs than asked for.
 set -euo pipefail
@@ -56,11 +57,12 @@ perftest() {
     [ "$key" = - ] || samples[$key]+="$value "
 }
 
-# ours KEY: send_bench's latency and message rate ("latency_us P50 P99 msg_rate_mps RATE"),
-# added to samples[KEY_lat] and samples[KEY_rate], or with KEY "-" only checked.
+# ours KEY MODE: send_bench's latency and message rate ("latency_us P50 P99 msg_rate_mps RATE")
+# in completion MODE (events or busy), added to samples[KEY_lat] and samples[KEY_rate], or
+# with KEY "-" only checked.
 ours() {
     local lat rate
-    "$build/bench/send_bench" "$addr" $lat_iters $size $window >"$work/send_bench" 2>&1 ||
+    "$build/bench/send_bench" "$addr" $lat_iters $size $window "$2" >"$work/send_bench" 2>&1 ||
         fail "send_bench exited with status $?" "$work/send_bench"
     lat=$(awk '$1 == "latency_us" && $4 == "msg_rate_mps" { print $2 }' "$work/send_bench")
     rate=$(awk '$1 == "latency_us" && $4 == "msg_rate_mps" { print $5 }' "$work/send_bench")
@@ -70,11 +72,13 @@ ours() {
     samples[${1}_rate]+="$rate "
 }
 
-# pass [-]: ours, then perftest busy-polling and with events; with "-", the warm-up: every
-# side once, untimed (checked, not kept), so that none pays for first use in the measured runs.
+# pass [-]: ours in both modes, then perftest busy-polling and with events; with "-", the
+# warm-up: every side once, untimed (checked, not kept), so that none pays for first use in
+# the measured runs.
 pass() {
     local warm=${1:-} mode flags
-    ours "${warm:-ours}"
+    ours "${warm:-ours_event}" events
+    ours "${warm:-ours_poll}" busy
     for mode in poll event; do
         flags=(); [ $mode = event ] && flags=(-e)
         perftest "${warm:-${mode}_lat}" ib_send_lat 18515 -n $lat_iters "${flags[@]}"
@@ -87,11 +91,12 @@ for _ in $(seq "$repeats"); do pass; done
 m() { tr ' ' '\n' <<<"${samples[$1]}" | grep . | median; }
 printf '%s: %s-byte send/receive, medians of %s runs (after one warm-up run each; perftest runs hung and run again: %s)\n' \
     "$dev" $size "$repeats" $hung
-printf '  %-34s %16s %14s\n' "" "latency us" "msg rate Mpps"
-printf '  %-34s %16s %14s\n' "asio-rdmacm queue_pair (events)" "$(m ours_lat)" "$(m ours_rate)"
-printf '  %-34s %16s %14s\n' "perftest -e (events)" "$(m event_lat)" "$(m event_rate)"
-printf '  %-34s %16s %14s\n' "perftest (busy polling)" "$(m poll_lat)" "$(m poll_rate)"
-awk -v ol="$(m ours_lat)" -v or="$(m ours_rate)" -v el="$(m event_lat)" -v er="$(m event_rate)" \
-    -v pl="$(m poll_lat)" -v pr="$(m poll_rate)" 'BEGIN {
-    printf "  ratio vs perftest -e:  latency %.2f, msg rate %.2f (goal >= 0.9)\n", el / ol, or / er
-    printf "  ratio vs perftest:     latency %.2f, msg rate %.2f\n", pl / ol, or / pr }'
+printf '  %-38s %16s %14s\n' "" "latency us" "msg rate Mpps"
+printf '  %-38s %16s %14s\n' "asio-rdmacm queue_pair (events)" "$(m ours_event_lat)" "$(m ours_event_rate)"
+printf '  %-38s %16s %14s\n' "perftest -e (events)" "$(m event_lat)" "$(m event_rate)"
+printf '  %-38s %16s %14s\n' "asio-rdmacm queue_pair (busy_polling)" "$(m ours_poll_lat)" "$(m ours_poll_rate)"
+printf '  %-38s %16s %14s\n' "perftest (busy polling)" "$(m poll_lat)" "$(m poll_rate)"
+awk -v ol="$(m ours_event_lat)" -v or="$(m ours_event_rate)" -v el="$(m event_lat)" -v er="$(m event_rate)" \
+    -v opl="$(m ours_poll_lat)" -v opr="$(m ours_poll_rate)" -v pl="$(m poll_lat)" -v pr="$(m poll_rate)" 'BEGIN {
+    printf "  events vs perftest -e:       latency %.2f, msg rate %.2f (goal >= 0.9)\n", el / ol, or / er
+    printf "  busy_polling vs perftest:    latency %.2f, msg rate %.2f (goal >= 0.9)\n", pl / opl, opr / pr }'

@@ -1,11 +1,13 @@
-// send_bench ADDRESS [ITERATIONS] [SIZE] [WINDOW]: queue_pair send/receive measured the
+// send_bench ADDRESS [ITERATIONS] [SIZE] [WINDOW] [events|busy]: queue_pair send/receive measured the
 // way rdma-core's perftest measures it, for tools/bench to print next to ib_send_lat and
 // ib_send_bw run in the same VM run:
 //   latency  — ping-pong of SIZE-byte messages; one-way latency = round trip / 2 (what
 //              ib_send_lat reports as t_typical), median and p99;
 //   msg rate — SIZE-byte messages streamed, up to 2*WINDOW in flight, the receiver
 //              returning a credit every WINDOW messages (iWARP has no RNR retry).
-// Completions go straight to callbacks, as perftest polls straight from its loop.
+// Completions go straight to callbacks, as perftest polls straight from its loop; `events`
+// (the default) sleeps on the completion channel as `ib_send_lat -e` does, `busy` polls
+// (queue_pair_options::poll_for = busy_polling) as perftest does by default.
 // Server and client each run their own io_context on a thread of their own. Prints one
 // line: "latency_us <p50> <p99> msg_rate_mps <rate>", then each run's deterministic costs
 // (bench/costs.hpp; both threads, per round trip and per message streamed).
@@ -26,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string_view>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -44,6 +47,7 @@ struct settings {
     int iterations;
     std::size_t size;
     std::uint32_t window;
+    std::chrono::nanoseconds poll_for;
 };
 
 // One end's queue pair and registered buffers: `slots` receive slots and a send buffer.
@@ -55,9 +59,9 @@ struct end {
     std::vector<std::byte> buffer;
     rdmacm::memory_region mr;
 
-    end(rdmacm::cm_id& id, std::uint32_t slots, std::size_t message_size)
-        : qp(id, {.max_send_wr = 2 * slots, .max_recv_wr = slots}), size(message_size),
-          buffer((slots + 1) * message_size), mr(qp.pd(), buffer) {}
+    end(rdmacm::cm_id& id, std::uint32_t slots, const settings& s)
+        : qp(id, {.max_send_wr = 2 * slots, .max_recv_wr = slots, .poll_for = s.poll_for}), size(s.size),
+          buffer((slots + 1) * s.size), mr(qp.pd(), buffer) {}
     std::span<std::byte> slot(std::size_t i) { return std::span(buffer).subspan(i * size, size); }
     std::span<std::byte> out() { return std::span(buffer).last(size); }
     // Posts a receive into slot `i`; `on_message(i)` runs when it completes.
@@ -78,7 +82,7 @@ struct end {
 awaitable<void> server(rdmacm::listener& l, settings s) {
     auto req = co_await l.async_get_request(use_awaitable);
     rdmacm::cm_id id = std::move(req.id);
-    end e(id, 2 * s.window, s.size);
+    end e(id, 2 * s.window, s);
     std::uint64_t data_messages = 0;
     std::function<void(std::size_t)> on_message = [&](std::size_t i) {
         auto kind = static_cast<unsigned char>(e.slot(i)[0]);
@@ -102,7 +106,7 @@ awaitable<result> client(rdmacm::endpoint server, settings s) {
     rdmacm::cm_id id(channel);
     co_await id.async_resolve_address(server, 2s, use_awaitable);
     co_await id.async_resolve_route(2s, use_awaitable);
-    end e(id, 2 * s.window, s.size);
+    end e(id, 2 * s.window, s);
     // Completions drive the runs; the coroutine waits for each run's end on a timer.
     asio::steady_timer done(ex, clock_type::time_point::max());
     std::function<void(std::size_t)> on_message;
@@ -156,13 +160,15 @@ awaitable<result> client(rdmacm::endpoint server, settings s) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: send_bench ADDRESS [ITERATIONS] [SIZE] [WINDOW]\n");
+        std::fprintf(stderr, "usage: send_bench ADDRESS [ITERATIONS] [SIZE] [WINDOW] [events|busy]\n");
         return 2;
     }
+    const std::string_view mode = argc > 5 ? argv[5] : "events";
     settings s{argc > 2 ? std::atoi(argv[2]) : 1000, argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 64,
-               argc > 4 ? static_cast<std::uint32_t>(std::atoi(argv[4])) : 32};
-    if (s.iterations < 1 || s.size < 1 || s.window < 1) {
-        std::fprintf(stderr, "send_bench: ITERATIONS, SIZE and WINDOW must be positive\n");
+               argc > 4 ? static_cast<std::uint32_t>(std::atoi(argv[4])) : 32,
+               mode == "busy" ? rdmacm::busy_polling : std::chrono::nanoseconds::zero()};
+    if (s.iterations < 1 || s.size < 1 || s.window < 1 || (mode != "events" && mode != "busy")) {
+        std::fprintf(stderr, "send_bench: ITERATIONS, SIZE and WINDOW must be positive, the mode events or busy\n");
         return 2;
     }
     const auto address = asio::ip::make_address(argv[1]);

@@ -22,6 +22,8 @@ constexpr int poll_batch = 16;     // work completions taken per ibv_poll_cq
 // How long the device has to flush a lost connection's work requests before the rest are
 // flushed here: siw never completes those posted after its connection went.
 constexpr auto flush_grace = std::chrono::milliseconds(100);
+// How long a polling reader polls before the context's other handlers get their turn.
+constexpr auto spin_slice = std::chrono::microseconds(50);
 
 bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type& b) {
     return &boost::asio::query(a, boost::asio::execution::context) ==
@@ -41,13 +43,18 @@ public:
     }
     ~cq_reader() override { detach(); } // before the resources (and the fd) may go
 
+    // Polling mode, on the strand: whether a chain of spin slices runs, and when it last
+    // found a completion (or was woken).
+    bool spinning = false;
+    std::chrono::steady_clock::time_point last_found;
+
 private:
     cq_reader(const executor_type& ex, std::shared_ptr<cq_resources> res, std::weak_ptr<qp_impl> owner)
         : fd_reader(ex, res->channel->fd), resources_(std::move(res)), owner_(std::move(owner)) {}
 
     void on_readable() override {
         if (auto owner = owner_.lock())
-            owner->poll(this);
+            owner->wake(std::static_pointer_cast<cq_reader>(shared_from_this()));
         else
             stop();
     }
@@ -90,7 +97,7 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     attr.cap.max_inline_data = options.max_inline_data;
     if (rdma_create_qp(cm, options.pd, &attr) != 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
-    std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res)));
+    std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res), options.poll_for));
     self->qp_ = cm->qp;
     // From here the completion queue outlives the queue pair.
     if (!id->attach(self)) throw boost::system::system_error(errc::not_open); // closed meanwhile
@@ -99,8 +106,8 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     return self;
 }
 
-qp_impl::qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res)
-    : resources_(std::move(res)), executor_(ex) {}
+qp_impl::qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res, std::chrono::nanoseconds poll_for)
+    : resources_(std::move(res)), poll_for_(poll_for), executor_(ex) {}
 
 qp_impl::~qp_impl() {
     if (reader_) reader_->stop_later();
@@ -234,31 +241,35 @@ void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
     boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::size_t{0}));
 }
 
-// Completion channel readable: take its event (acked in batches), then every completion
-// until the queue is empty, re-arm, and poll once more for what came before the re-arm.
+// A pass: take the channel's event (woken; acked in batches), then every completion until
+// the queue is empty; to sleep, re-arm and poll once more for what came before the re-arm.
 // Polled and sorted under the poll lock (one poller at a time: completions stay in order),
 // handed over after it, by the current reader only, on its strand: in order, with no lock
 // of ours held while handlers run.
-void qp_impl::poll(const void* by) {
+qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
     auto& res = *resources_;
     std::vector<completion> done;
     executor_type ex;
+    pass_result result{};
     {
         std::lock_guard poll_lock(res.poll_mutex);
         done.swap(polled_); // its storage is reused: no allocation per wake-up
-        ibv_cq* cq = nullptr;
-        void* context = nullptr;
-        // At most one event is queued: the queue is armed once per poll, after this read
-        // (an edge-triggered wait still fires for the next one: it comes after the read).
-        if (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
-        if (res.unacked >= ack_batch) {
-            ibv_ack_cq_events(res.cq, res.unacked);
-            res.unacked = 0;
+        if (p == pass::woken) {
+            ibv_cq* cq = nullptr;
+            void* context = nullptr;
+            // At most one event is queued: the queue is armed once per sleep, after this
+            // read (an edge-triggered wait still fires for the next one: it comes after).
+            if (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
+            if (res.unacked >= ack_batch) {
+                ibv_ack_cq_events(res.cq, res.unacked);
+                res.unacked = 0;
+            }
         }
         std::array<ibv_wc, poll_batch> wc;
-        for (bool armed = false;;) {
+        for (bool arm = p == pass::arm || (p == pass::woken && !polling());;) {
             int n;
             while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0) {
+                result.found = true;
                 std::lock_guard lock(mutex_);
                 for (int i = 0; i < n; ++i) {
                     auto h = outstanding_.take(wc[i].wr_id);
@@ -271,39 +282,85 @@ void qp_impl::poll(const void* by) {
                     done.push_back({std::move(*h), outcome(wc[i].wr_id, ec), wc[i].byte_len});
                 }
             }
-            if (armed) break;
+            if (!arm) break;
             ibv_req_notify_cq(res.cq, 0);
-            armed = true;
+            arm = false;
         }
         std::lock_guard lock(mutex_);
         if (flush_rest_ && !outstanding_.empty()) // after what the device completed, in posting order
             for (auto& [wr_id, h] : outstanding_.take_all())
                 done.push_back(
                     {std::move(h), outcome(wr_id, error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), 0});
+        result.current = !closed_ && by == reader_.get();
+        result.outstanding = !outstanding_.empty();
         if (closed_) {
             // close() came while this poll ran (it has let go of the reader): these completed
             // before it, so they complete as they did — held, nothing would ever hand them
             // over (one server coroutine in ~25 never ended after shard_pool::stop()).
-            ex = executor_.get();
-        } else if (moving_ || by != reader_.get()) {
+            if (!done.empty()) ex = executor_.get();
+        } else if (moving_ || !result.current) {
             // Held while the id moves. A reader the completion channel has left hands over
-            // nothing itself: the current reader does, in order (kicked here).
+            // nothing itself: the current reader does, in order (woken here).
             held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
-            if (!moving_ && reader_ && !done.empty())
-                reader_->run_on_reader([self = shared_from_this(), r = reader_.get()] { self->poll(r); });
+            if (!moving_ && reader_ && !done.empty()) wake_later(reader_);
             done.clear();
         } else {
             if (!held_.empty()) { // older than these
                 held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
                 done = std::exchange(held_, {});
             }
-            ex = executor_.get();
+            if (!done.empty()) ex = executor_.get(); // (a polling pass mostly finds nothing)
         }
     }
-    hand_over(done, ex);
+    if (!done.empty()) hand_over(done, ex);
     done.clear();
     std::lock_guard poll_lock(res.poll_mutex);
     if (polled_.capacity() == 0) polled_.swap(done);
+    return result;
+}
+
+void qp_impl::wake(const std::shared_ptr<cq_reader>& by) {
+    poll(by.get(), pass::woken);
+    if (!polling() || by->spinning) return;
+    by->spinning = true;
+    by->last_found = std::chrono::steady_clock::now();
+    spin(by);
+}
+
+void qp_impl::wake_later(const std::shared_ptr<cq_reader>& current) {
+    current->run_on_reader([self = shared_from_this(), current] { self->wake(current); });
+}
+
+// A slice of polling: until it has taken spin_slice, then the next slice is posted behind
+// the context's other handlers — or, once the queue has been idle for poll_for_ or nothing
+// is outstanding (nothing can complete), to sleep: re-armed, the next completion wakes the
+// reader. A reader the queue pair has left (moved, closed) stops.
+void qp_impl::spin(const std::shared_ptr<cq_reader>& by) {
+    using clock = std::chrono::steady_clock;
+    auto go_on = [&] {
+        if (!by->run_on_reader([self = shared_from_this(), by] { self->spin(by); })) by->spinning = false;
+    };
+    try {
+        auto now = clock::now();
+        const auto slice_end = now + spin_slice;
+        for (;;) {
+            auto r = poll(by.get(), pass::spin);
+            now = clock::now();
+            if (!r.current) break;
+            if (r.found) by->last_found = now;
+            // (What this pass handed over may have posted more: looked at in the next.)
+            if ((!r.found && !r.outstanding) || now - by->last_found >= poll_for_) {
+                poll(by.get(), pass::arm);
+                break;
+            }
+            if (now >= slice_end) return go_on();
+        }
+    } catch (...) {
+        // A handler run inline threw: out of run(), as Asio's own do; the polling goes on.
+        go_on();
+        throw;
+    }
+    by->spinning = false;
 }
 
 // On the current reader's strand (or after close): in order. A handler run inline that
@@ -363,7 +420,7 @@ void qp_impl::end_move(const executor_type& ex) {
     // Completions held while moving are handed over by the current reader, before any it
     // polls from now (never from here: a poll deciding meanwhile could hand over newer
     // ones first).
-    if (held && current) current->run_on_reader([self = shared_from_this(), r = current.get()] { self->poll(r); });
+    if (held && current) wake_later(current);
     if (old) old->stop_later();
 }
 
@@ -394,7 +451,7 @@ void qp_impl::connection_lost() noexcept {
             self->flush_rest_ = true;
             reader = self->reader_;
         }
-        if (reader) reader->run_on_reader([self, r = reader.get()] { self->poll(r); });
+        if (reader) self->wake_later(reader);
     });
 }
 

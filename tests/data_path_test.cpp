@@ -1,6 +1,7 @@
 // The data path on the kernel CM and a real (soft) RDMA device: send, receive, RDMA write
 // and read through queue_pair; failures as error_codes (bad rkey, peer gone, closed with
-// work in flight); 10,000 messages in order; a migration in the middle of traffic.
+// work in flight); 10,000 messages in order and a migration in the middle of traffic, both
+// event-driven and polling.
 #include "support/connection_pair.hpp"
 #include "support/fixture.hpp"
 #include "support/threads.hpp"
@@ -332,14 +333,14 @@ struct stream {
     bool done() const { return acked == total && sends_done == total; }
 };
 
-} // namespace
-
-BOOST_FIXTURE_TEST_CASE(ten_thousand_messages_in_order, channel_fixture) {
+void stream_ten_thousand_messages(channel_fixture& f, std::chrono::nanoseconds poll_for) {
+    auto& [ctx, channel] = f;
     auto l = make_listener(*channel);
     connection_pair p;
     queue_pair_options o;
     o.max_send_wr = 64;
     o.max_recv_wr = 64;
+    o.poll_for = poll_for;
     run(ctx, connect_pair(l, *channel, p, o));
     stream s(p, 10'000, 32);
     s.start_server();
@@ -357,7 +358,7 @@ BOOST_FIXTURE_TEST_CASE(ten_thousand_messages_in_order, channel_fixture) {
     ctx.poll();
 }
 
-BOOST_AUTO_TEST_CASE(migration_in_the_middle_of_traffic) {
+void migrate_in_the_middle_of_traffic(std::chrono::nanoseconds poll_for) {
     context_threads t(3); // 0: server, 1: client A, 2: client B
     {
         event_channel server_ch(t[0]), a(t[1]), b(t[2]);
@@ -366,6 +367,7 @@ BOOST_AUTO_TEST_CASE(migration_in_the_middle_of_traffic) {
         queue_pair_options o;
         o.max_send_wr = 32;
         o.max_recv_wr = 32;
+        o.poll_for = poll_for;
         // Server side on t[0], client side on t[1].
         auto accepted = asio::co_spawn(t[0], accept_side(l, p, o), asio::use_future);
         auto connected = asio::co_spawn(t[1], connect_side(a, l.local_endpoint(), p, o), asio::use_future);
@@ -430,3 +432,20 @@ BOOST_AUTO_TEST_CASE(migration_in_the_middle_of_traffic) {
     }
     t.stop(); // every context runs out of work: nothing of ours is left
 }
+
+// Polling mode's setting in the tests run in both modes: adaptive, polling while the
+// traffic flows and sleeping in its pauses.
+constexpr auto adaptive_polling = std::chrono::milliseconds(2);
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(ten_thousand_messages_in_order, channel_fixture) { stream_ten_thousand_messages(*this, {}); }
+
+BOOST_FIXTURE_TEST_CASE(ten_thousand_messages_in_order_polling, channel_fixture) {
+    stream_ten_thousand_messages(*this, adaptive_polling);
+}
+
+BOOST_AUTO_TEST_CASE(migration_in_the_middle_of_traffic) { migrate_in_the_middle_of_traffic({}); }
+
+// The polling moves to the new context with the completion channel, and stops on the old.
+BOOST_AUTO_TEST_CASE(migration_in_the_middle_of_traffic_polling) { migrate_in_the_middle_of_traffic(adaptive_polling); }

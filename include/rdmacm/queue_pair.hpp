@@ -1,29 +1,57 @@
 #pragma once
 /// @file
 /// `rdmacm::queue_pair`: a connection's data path — send, receive, RDMA write and read as
-/// Asio asynchronous operations, completions read through the completion channel's fd.
+/// Asio asynchronous operations, completions read through the completion channel's fd or
+/// polled by the context's thread (`queue_pair_options::poll_for`).
 #include "rdmacm/cm_id.hpp"
 #include "rdmacm/detail/qp_impl.hpp"
 #include "rdmacm/memory_region.hpp"
 
 #include <boost/asio/async_result.hpp>
 
+#include <chrono>
 #include <span>
 #include <type_traits>
 
 namespace rdmacm {
 
-/// The sizes of a queue pair and its completion queue.
+/// `queue_pair_options::poll_for` for busy polling: the context's thread polls for as long
+/// as an operation of the queue pair is outstanding.
+inline constexpr std::chrono::nanoseconds busy_polling = std::chrono::nanoseconds::max();
+
+/// The sizes of a queue pair and its completion queue, and how its completions are noticed.
 struct queue_pair_options {
     std::uint32_t max_send_wr = 64; ///< sends, writes and reads outstanding at once
     std::uint32_t max_recv_wr = 64; ///< receives posted at once
     std::uint32_t max_inline_data = 0;
     ibv_pd* pd = nullptr; ///< nullptr: the device's default protection domain (librdmacm's)
+    /// How long the context's thread goes on polling the completion queue after its last
+    /// completion before it sleeps on the completion channel again.
+    ///
+    /// Zero (the default): event-driven. The thread sleeps in the reactor until the
+    /// channel's fd is readable: no CPU while idle; per batch of completions a wake-up and
+    /// four system calls (the wait's re-arm, reading the event, re-arming the queue, and the
+    /// reactor's wait itself).
+    ///
+    /// Positive (adaptive polling): after a wake-up the thread polls the queue
+    /// (`ibv_poll_cq`, no system call) in slices of 50 µs, running the context's other
+    /// handlers — CM events, timers, other queue pairs — between slices, until no
+    /// completion has come for `poll_for` or no operation is outstanding; then it re-arms
+    /// the queue and sleeps. `busy_polling`: until no operation is outstanding (a receive
+    /// always posted, as a receive pool keeps: for the connection's life).
+    ///
+    /// The trade: a polling thread is 100 % busy while it polls — one core per polling
+    /// context, not per queue pair — for the latency of a poll instead of a wake-up
+    /// (bench/perftest_compare.sh prints both modes next to perftest's). The run() of a
+    /// polling context does not block between slices (the reactor is asked with a zero
+    /// timeout); it returns as it would once no work is left.
+    std::chrono::nanoseconds poll_for{0};
 };
 
 /// A reliable-connected queue pair on a `cm_id` (`rdma_create_qp`), with one completion
 /// queue whose completion channel is read through an Asio descriptor on the id's
-/// execution context. Create it before `async_connect` / `async_accept` (after the route
+/// execution context — and, in polling mode, the queue polled on that context between its
+/// other handlers (`queue_pair_options::poll_for`). Create it before `async_connect` / `async_accept` (after the route
 /// is resolved, or on a connection request's id); post receives before the peer sends.
 ///
 /// **Operations**: any number outstanding at once, up to the queue pair's sizes (more:

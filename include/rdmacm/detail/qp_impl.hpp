@@ -9,6 +9,10 @@
 // completion order, like CM events: held while the id moves, replayed on the new
 // executor first (id_impl::data_path). Only the current reader hands over, on its strand
 // and with no lock held; a reader the channel has left parks what it polled for it.
+//
+// Polling mode (queue_pair_options::poll_for): the current reader, once woken, goes on
+// polling in slices posted to its strand (no system call per completion), and re-arms the
+// queue and sleeps only when it has been idle long enough or nothing is outstanding.
 #include "rdmacm/detail/fd_reader.hpp"
 #include "rdmacm/detail/id_impl.hpp"
 #include "rdmacm/detail/work_request_table.hpp"
@@ -18,6 +22,7 @@
 #include <infiniband/verbs.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,8 +99,27 @@ private:
         std::size_t bytes;
     };
 
-    qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res);
-    void poll(const void* by);        // on the strand of reader `by`
+    // What a pass over the completion queue does besides polling it to empty.
+    enum class pass : std::uint8_t {
+        woken, // takes the channel's event first; re-arms the queue (and polls again) unless polling
+        spin,  // only polls (polling mode)
+        arm,   // re-arms the queue and polls again (polling mode, going to sleep)
+    };
+    struct pass_result {
+        bool current;     // `by` is the queue pair's reader, and the queue pair open
+        bool found;       // the queue held completions
+        bool outstanding; // work requests are outstanding
+    };
+
+    qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res, std::chrono::nanoseconds poll_for);
+    pass_result poll(const void* by, pass p); // on the strand of reader `by`
+    // A pass woken by the channel (or asked for), on `by`'s strand; in polling mode it then
+    // spins unless `by` spins already.
+    void wake(const std::shared_ptr<cq_reader>& by);
+    void spin(const std::shared_ptr<cq_reader>& by); // polling mode: one slice, then again or to sleep
+    // Runs wake(current reader) on its strand (for completions held or to be flushed).
+    void wake_later(const std::shared_ptr<cq_reader>& current);
+    bool polling() const noexcept { return poll_for_ != std::chrono::nanoseconds::zero(); }
     void begin_verbs_call() noexcept; // under mutex_, after checking closed_
     void end_verbs_call() noexcept;
     void hand_over(std::vector<completion>& done, const executor_type& ex);
@@ -113,6 +137,7 @@ private:
     void update_busy() noexcept; // under mutex_
 
     std::shared_ptr<cq_resources> resources_;
+    const std::chrono::nanoseconds poll_for_;
     ibv_qp* qp_ = nullptr; // owned by the id: destroyed with it
     mutable std::mutex mutex_;
     bound_executor executor_; // may be freed on the destroyer thread
