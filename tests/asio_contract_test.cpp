@@ -100,6 +100,9 @@ namespace {
 // How an operation ends when asked to stop, per cancellation type (its documentation).
 struct cancellation_contract {
     bool terminal, partial, total; // true: ends with operation_aborted; false: ignored
+    // A terminal cancellation may come after the work was done (a send the device finished
+    // before the queue pair's flush): then it completes as done, so either outcome is right.
+    bool terminal_may_find_it_done = false;
 };
 
 // How many operations check_contract starts (one per token style, cancellation type, and
@@ -226,6 +229,9 @@ void check_contract(asio::io_context& ctx, const char* name, Start start, Comple
                 BOOST_TEST(record->calls == 1);
                 BOOST_TEST(!record->inline_call);
                 error_code want = aborts ? error_code(asio::error::operation_aborted) : expected;
+                if (type == asio::cancellation_type::terminal && cancel_contract.terminal_may_find_it_done &&
+                    record->ec == expected)
+                    want = expected;
                 BOOST_TEST((record->ec == want), record->ec.message());
             }
         }
@@ -376,6 +382,40 @@ BOOST_FIXTURE_TEST_CASE(data_path_and_migration, channel_fixture) {
         ctx, "queue_pair::async_receive",
         [&](auto token) { return p.server_qp->async_receive(smr, sbuf, std::move(token)); },
         [&] { p.client_qp->async_send(cmr, cbuf, [](error_code, std::size_t) {}); }, {}, {true, false, false});
+}
+
+// A queue pair's send, RDMA write and RDMA read: terminal cancellation puts the queue pair in
+// error (see data_path_and_migration), and finds the work request flushed or done. Each on a
+// connection of its own: the terminal case leaves the queue pair good only for closing.
+BOOST_FIXTURE_TEST_CASE(sends_writes_and_reads, channel_fixture) {
+    constexpr int remote_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    auto l = make_listener(*channel);
+    std::vector<std::byte> cbuf(16), sbuf(16);
+    auto on_a_connection_of_its_own = [&](const char* name, auto start_on) {
+        connection_pair p;
+        run(ctx, connect_pair(l, *channel, p));
+        memory_region cmr(p.client_qp->pd(), cbuf, remote_access), smr(p.server_qp->pd(), sbuf, remote_access);
+        // A receive for each send (iWARP has no RNR retry: a send must find one posted).
+        for (int i = 0; i < contract_starts; ++i) p.server_qp->async_receive(smr, sbuf, [](error_code, std::size_t) {});
+        check_contract(
+            ctx, name, [&](auto token) { return start_on(*p.client_qp, cmr, to_remote(smr, sbuf), std::move(token)); },
+            [] {}, {}, {true, false, false, true});
+        p.client_qp->close();
+        p.server_qp->close();
+        ctx.poll();
+        ctx.restart();
+    };
+    on_a_connection_of_its_own("queue_pair::async_send", [&](queue_pair& qp, memory_region& mr, remote_buffer, auto t) {
+        return qp.async_send(mr, cbuf, std::move(t));
+    });
+    on_a_connection_of_its_own("queue_pair::async_rdma_write",
+                               [&](queue_pair& qp, memory_region& mr, remote_buffer to, auto t) {
+                                   return qp.async_rdma_write(mr, cbuf, to, std::move(t));
+                               });
+    on_a_connection_of_its_own("queue_pair::async_rdma_read",
+                               [&](queue_pair& qp, memory_region& mr, remote_buffer from, auto t) {
+                                   return qp.async_rdma_read(mr, cbuf, from, std::move(t));
+                               });
 }
 
 // A receive pool's receive: every cancellation type ends the wait, the connection unharmed
