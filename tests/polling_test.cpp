@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
@@ -80,35 +81,46 @@ queue_pair_options polling_for(std::chrono::nanoseconds poll_for) {
     return o;
 }
 
-// Closes both queue pairs: their receives complete (aborted) while `pp` lives.
-void close_pair(asio::io_context& ctx, connection_pair& p) {
-    p.client_qp->close();
-    p.server_qp->close();
-    ctx.poll();
-    ctx.restart();
-}
-
 constexpr std::uint32_t round_trips = 200;
 
-// Wake-ups (reads of the completion channel) during `round_trips` round trips, after a
-// first one that wakes each reader (and starts its polling).
-int wake_ups_in_round_trips(channel_fixture& f, std::chrono::nanoseconds poll_for) {
-    auto& ctx = f.ctx;
-    auto l = make_listener(*f.channel);
+// A connected pair whose queue pairs poll as `poll_for` says, with its ping_pong, after a
+// first round trip (which wakes each reader, and so starts its polling). Closes both queue
+// pairs when it goes: their receives complete (aborted) while the ping_pong lives.
+struct polled_pair {
+    asio::io_context& ctx;
+    listener l;
     connection_pair p;
-    run(ctx, connect_pair(l, *f.channel, p, polling_for(poll_for)));
-    ping_pong pp(p);
-    pp.run(1);
-    BOOST_REQUIRE(run_until(ctx, [&] { return pp.done(); }));
+    std::optional<ping_pong> pp;
+
+    polled_pair(channel_fixture& f, std::chrono::nanoseconds poll_for) : ctx(f.ctx), l(make_listener(*f.channel)) {
+        run(ctx, connect_pair(l, *f.channel, p, polling_for(poll_for)));
+        pp.emplace(p);
+        pp->run(1);
+        BOOST_REQUIRE(run_until(ctx, [&] { return pp->done(); }));
+    }
+    ~polled_pair() {
+        p.client_qp->close();
+        p.server_qp->close();
+        ctx.poll();
+        ctx.restart();
+    }
+    polled_pair(const polled_pair&) = delete;
+    polled_pair& operator=(const polled_pair&) = delete;
+};
+
+// Wake-ups (reads of the completion channel) during `round_trips` round trips, after
+// polled_pair's first one.
+int wake_ups_in_round_trips(channel_fixture& f, std::chrono::nanoseconds poll_for) {
+    polled_pair c(f, poll_for);
+    auto& pp = *c.pp;
     const int before = wake_ups();
     pp.run(round_trips);
     BOOST_REQUIRE(run_until(
-        ctx, [&] { return pp.done(); }, 120s));
+        f.ctx, [&] { return pp.done(); }, 120s));
     const int woken = wake_ups() - before;
     BOOST_TEST(!pp.error, pp.error.message());
     BOOST_TEST(pp.in_order);
     BOOST_TEST(pp.echoed == round_trips + 1);
-    close_pair(ctx, p);
     return woken;
 }
 
@@ -132,11 +144,9 @@ BOOST_FIXTURE_TEST_CASE(busy_polling_takes_no_wake_up_per_completion, channel_fi
 // Idle beyond poll_for, the reader re-arms the queue and sleeps: the next completion comes
 // through the channel (a wake-up); a reader that kept polling would need none.
 BOOST_FIXTURE_TEST_CASE(adaptive_polling_sleeps_once_idle, channel_fixture) {
-    auto l = make_listener(*channel);
-    connection_pair p;
-    run(ctx, connect_pair(l, *channel, p, polling_for(std::chrono::milliseconds(20))));
-    ping_pong pp(p);
-    pp.run(3);
+    polled_pair c(*this, std::chrono::milliseconds(20));
+    auto& pp = *c.pp;
+    pp.run(2);
     BOOST_REQUIRE(run_until(ctx, [&] { return pp.done(); }));
     asio::steady_timer idle(ctx, 300ms); // 15 times poll_for
     bool idled = false;
@@ -148,18 +158,13 @@ BOOST_FIXTURE_TEST_CASE(adaptive_polling_sleeps_once_idle, channel_fixture) {
     BOOST_TEST(!pp.error, pp.error.message());
     BOOST_TEST(pp.in_order);
     BOOST_TEST(wake_ups() > before, "the round trip after the idle time came without a wake-up: still polling");
-    close_pair(ctx, p);
 }
 
 // One thread, busy-polling queue pairs with receives always posted: its timers and the
 // CM's events still run between polling slices.
 BOOST_FIXTURE_TEST_CASE(a_busy_polling_context_runs_its_timers_and_cm_events, channel_fixture) {
-    auto l = make_listener(*channel);
-    connection_pair p;
-    run(ctx, connect_pair(l, *channel, p, polling_for(busy_polling)));
-    ping_pong pp(p);
-    pp.run(1); // both readers polling from here on
-    BOOST_REQUIRE(run_until(ctx, [&] { return pp.done(); }));
+    polled_pair c(*this, busy_polling); // both readers polling from here on
+    auto& p = c.p;
 
     asio::steady_timer timer(ctx, 20ms);
     bool fired = false;
@@ -181,7 +186,6 @@ BOOST_FIXTURE_TEST_CASE(a_busy_polling_context_runs_its_timers_and_cm_events, ch
                    ctx, [&] { return disconnected && answered; }, 20s),
                "the CM's events did not come beside busy polling");
     BOOST_TEST((server_saw == RDMA_CM_EVENT_DISCONNECTED));
-    close_pair(ctx, p);
     // channel_fixture: the context then runs out of work — polling stopped with nothing
     // outstanding.
 }
@@ -192,12 +196,9 @@ BOOST_FIXTURE_TEST_CASE(a_busy_polling_context_runs_its_timers_and_cm_events, ch
 // runs inline throws and rethrows it from run() once the polling slice has returned;
 // spin()'s own catch is for executors that run handlers inline without that (not tested).
 BOOST_FIXTURE_TEST_CASE(a_throwing_handler_does_not_stop_the_polling, channel_fixture) {
-    auto l = make_listener(*channel);
-    connection_pair p;
-    run(ctx, connect_pair(l, *channel, p, polling_for(busy_polling)));
-    ping_pong pp(p);
-    pp.run(1);
-    BOOST_REQUIRE(run_until(ctx, [&] { return pp.done(); }));
+    polled_pair c(*this, busy_polling);
+    auto& p = c.p;
+    auto& pp = *c.pp;
 
     std::vector<std::byte> target(8), source(8);
     memory_region remote(p.server_qp->pd(), target, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
@@ -220,5 +221,4 @@ BOOST_FIXTURE_TEST_CASE(a_throwing_handler_does_not_stop_the_polling, channel_fi
     BOOST_TEST(!pp.error, pp.error.message());
     BOOST_TEST(pp.echoed == 21u);
     BOOST_TEST(wake_ups() - before <= 2);
-    close_pair(ctx, p);
 }

@@ -28,9 +28,9 @@ struct queue_pair_options {
     /// How long the context's thread goes on polling the completion queue after its last
     /// completion before it sleeps on the completion channel again.
     ///
-    /// Zero (the default): event-driven. The thread sleeps in the reactor until the
-    /// channel's fd is readable: no CPU while idle; per batch of completions a wake-up and
-    /// four system calls (the wait's re-arm, reading the event, re-arming the queue, and the
+    /// Zero (the default; a negative duration too): event-driven. The thread sleeps in the
+    /// reactor until the channel's fd is readable: no CPU while idle; per batch of
+    /// completions a wake-up and four system calls (the wait's re-arm, reading the event, re-arming the queue, and the
     /// reactor's wait itself).
     ///
     /// Positive (adaptive polling): after a wake-up the thread polls the queue

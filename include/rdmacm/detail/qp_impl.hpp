@@ -119,7 +119,7 @@ private:
     void spin(const std::shared_ptr<cq_reader>& by); // polling mode: one slice, then again or to sleep
     // Runs wake(current reader) on its strand (for completions held or to be flushed).
     void wake_later(const std::shared_ptr<cq_reader>& current);
-    bool polling() const noexcept { return poll_for_ != std::chrono::nanoseconds::zero(); }
+    bool polling() const noexcept { return poll_for_ > std::chrono::nanoseconds::zero(); } // (negative: as zero)
     void begin_verbs_call() noexcept; // under mutex_, after checking closed_
     void end_verbs_call() noexcept;
     void hand_over(std::vector<completion>& done, const executor_type& ex);
