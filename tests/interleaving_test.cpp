@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <future>
+#include <sstream>
 #include <thread>
 
 using namespace rdmacm;
@@ -316,8 +317,17 @@ BOOST_AUTO_TEST_CASE(disconnecting_a_connecting_id_never_blocks_the_caller) {
     std::optional<error_code> connected, disconnected;
     async_connect(id, device_endpoint(l.local_endpoint().port()), with_qp(),
                   [&](error_code ec, cm_event) { connected = ec; });
-    BOOST_REQUIRE(run_until(
-        f.ctx, [&] { return faults::calls("rdma_connect", raw) == 1 || connected.has_value(); }, 10s));
+    // Where the composed connect stopped, should it not get there: each of its calls made so far.
+    auto progress = [&] {
+        std::ostringstream out;
+        for (const char* call : {"rdma_resolve_addr", "rdma_resolve_route", "rdma_create_qp", "rdma_connect"})
+            out << ' ' << call << " x" << faults::calls(call, raw);
+        return out.str();
+    };
+    BOOST_REQUIRE_MESSAGE(
+        run_until(
+            f.ctx, [&] { return faults::calls("rdma_connect", raw) == 1 || connected.has_value(); }, 10s),
+        "async_connect did not reach rdma_connect in 10 s; calls made:" << progress());
     run_until(
         f.ctx, [&] { return connected.has_value(); }, 200ms);
     BOOST_REQUIRE_MESSAGE(!connected, "the connect ended: " << connected->message()); // still connecting
