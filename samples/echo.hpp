@@ -67,11 +67,11 @@ public:
         namespace asio = boost::asio;
         using namespace std::chrono_literals;
         rdmacm::cm_id id(channel);
-        co_await id.async_resolve_address(server, 2s, asio::use_awaitable);
-        co_await id.async_resolve_route(2s, asio::use_awaitable);
-        std::unique_ptr<echo_peer> peer(new echo_peer(std::move(id), size));
-        co_await peer->id_.async_connect({}, asio::use_awaitable); // receives posted before
-        co_return peer;
+        // Resolve, route, queue pair, receives posted, connect: one operation.
+        auto [established, qp, echoes] =
+            co_await rdmacm::async_connect(id, server, {.resolve_timeout = 2s}, {.max_send_wr = 4, .max_recv_wr = 4},
+                                           {.depth = 4, .message_size = size}, asio::use_awaitable);
+        co_return std::unique_ptr<echo_peer>(new echo_peer(std::move(id), std::move(qp), std::move(echoes), size));
     }
 
     rdmacm::cm_id& id() { return id_; }
@@ -119,9 +119,8 @@ public:
     int nudges() const noexcept { return nudges_; }
 
 private:
-    echo_peer(rdmacm::cm_id id, std::size_t size)
-        : id_(std::move(id)), qp_(id_, {.max_send_wr = 4, .max_recv_wr = 4}), echoes_(qp_, 4, size), out_(size),
-          out_mr_(qp_.pd(), out_) {}
+    echo_peer(rdmacm::cm_id id, rdmacm::queue_pair qp, rdmacm::receive_pool echoes, std::size_t size)
+        : id_(std::move(id)), qp_(std::move(qp)), echoes_(std::move(echoes)), out_(size), out_mr_(qp_.pd(), out_) {}
 
     rdmacm::cm_id id_;
     rdmacm::queue_pair qp_;

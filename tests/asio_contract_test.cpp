@@ -349,6 +349,29 @@ BOOST_FIXTURE_TEST_CASE(connect_and_accept, channel_fixture) {
         {true, false, false});
 }
 
+// The composed connects (resolve, route, queue pair, connect): the one with a raw queue
+// pair, and the one that yields a queue_pair and a receive_pool. Terminal cancellation,
+// passed to the step in progress. Each on fresh ids, its servers closed after it (siw
+// refuses queue pairs beyond a few dozen per process).
+BOOST_FIXTURE_TEST_CASE(composed_connects, channel_fixture) {
+    auto on_fresh_ids = [&](const char* name, auto connect) {
+        std::deque<cm_id> servers, clients;
+        auto l = make_listener(*channel);
+        asio::co_spawn(ctx, accept_all(l, servers), asio::detached);
+        check_contract(
+            ctx, name, [&](auto token) { return connect(clients.emplace_back(*channel), l.local_endpoint(), token); },
+            [] {}, {}, {true, false, false});
+    };
+    on_fresh_ids("async_connect", [](cm_id& id, const endpoint& to, auto token) {
+        return async_connect(id, to, with_qp(), std::move(token));
+    });
+    on_fresh_ids("async_connect yielding a queue_pair and a receive_pool",
+                 [](cm_id& id, const endpoint& to, auto token) {
+                     return async_connect(id, to, {}, {.max_send_wr = 1, .max_recv_wr = 1},
+                                          {.depth = 1, .message_size = 16}, std::move(token));
+                 });
+}
+
 // Disconnect: completes on this side's DISCONNECTED (on IB once the peer disconnects too).
 BOOST_FIXTURE_TEST_CASE(disconnects, channel_fixture) {
     auto l = make_listener(*channel);

@@ -1,12 +1,17 @@
 #pragma once
 /// @file
-/// `rdmacm::async_connect`: resolve address, resolve route, (create the queue pair),
-/// connect — as one operation.
+/// `rdmacm::async_connect`: resolve address, resolve route, (create the queue pair and
+/// post receives), connect — as one operation.
 #include "rdmacm/cm_id.hpp"
+#include "rdmacm/detail/call_error.hpp"
+#include "rdmacm/queue_pair.hpp"
+#include "rdmacm/receive_pool.hpp"
 
 #include <boost/asio/compose.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <chrono>
+#include <new>
 #include <optional>
 
 namespace rdmacm {
@@ -16,39 +21,93 @@ struct connect_options {
     conn_params params{};                            ///< private data is copied at once
     std::chrono::milliseconds resolve_timeout{2000}; ///< for each of the two resolutions
     endpoint local{};                                ///< source address; empty: any
-    std::optional<ibv_qp_init_attr> qp{};            ///< if set, created before connecting
-    ibv_pd* pd = nullptr;                            ///< for `qp`; nullptr: the device's default
+    /// A raw queue pair (`cm_id::create_qp`), created before connecting, whose completion
+    /// queues are the caller's to poll. For a `queue_pair` (its completions read on the id's
+    /// context) use the `async_connect` overload that yields one instead.
+    std::optional<ibv_qp_init_attr> qp{};
+    ibv_pd* pd = nullptr; ///< for `qp`; nullptr: the device's default
 };
 
 namespace detail {
 
+// What a composed connect puts on the id once its route is resolved, and how it completes.
+// A raw queue pair, if asked for; the completion is the ESTABLISHED event.
+struct attach_raw_qp {
+    std::optional<ibv_qp_init_attr> qp;
+    ibv_pd* pd;
+
+    template <typename Executor>
+    error_code before_connect(basic_cm_id<Executor>& id) {
+        error_code ec;
+        if (qp) id.create_qp(*qp, pd, ec);
+        return ec;
+    }
+    template <typename Self>
+    void complete(Self& self, error_code ec, cm_event ev = {}) {
+        self.complete(ec, std::move(ev));
+    }
+};
+
+// A queue_pair and a receive_pool whose receives are posted before the connect (iWARP
+// breaks a connection whose first message finds none); the completion hands them over, or,
+// on an error, unopened ones on the id's executor (they go with the operation).
 template <typename Executor>
+struct attach_queue_pair {
+    queue_pair_options qp_options;
+    receive_pool_options receives;
+    std::optional<basic_queue_pair<Executor>> qp{};
+    std::optional<basic_receive_pool<Executor>> pool{};
+
+    error_code before_connect(basic_cm_id<Executor>& id) {
+        if (receives.depth == 0 || receives.message_size == 0 || receives.depth > qp_options.max_recv_wr)
+            return RDMACM_CALL_ERRNO("receive_pool", EINVAL); // would fail its posts, later
+        try {
+            qp.emplace(id, qp_options);
+            pool.emplace(*qp, receives.depth, receives.message_size);
+        } catch (const boost::system::system_error& e) {
+            return e.code();
+        } catch (const std::bad_alloc&) {
+            return make_error_code(boost::system::errc::not_enough_memory);
+        }
+        return {};
+    }
+    template <typename Self>
+    void complete(Self& self, error_code ec, cm_event ev = {}) {
+        if (ec) {
+            pool.reset();
+            qp.reset();
+        }
+        const auto ex = self.get_io_executor();
+        self.complete(ec, std::move(ev), qp ? std::move(*qp) : basic_queue_pair<Executor>(ex),
+                      pool ? std::move(*pool) : basic_receive_pool<Executor>(ex));
+    }
+};
+
+template <typename Executor, typename Attach>
 struct connect_op {
     basic_cm_id<Executor>& id;
     endpoint remote;
     connect_options options;
     owned_conn_params params;
+    Attach attach;
     int step = 0;
 
     template <typename Self>
     void operator()(Self& self, error_code ec = {}) {
         if (!ec && self.get_cancellation_state().cancelled() != boost::asio::cancellation_type::none)
             ec = boost::asio::error::operation_aborted;
-        if (ec) return self.complete(ec, cm_event{});
+        if (ec) return attach.complete(self, ec);
         switch (step++) {
         case 0: return id.async_resolve_address(options.local, remote, options.resolve_timeout, std::move(self));
         case 1: return id.async_resolve_route(options.resolve_timeout, std::move(self));
         default:
-            if (options.qp) {
-                id.create_qp(*options.qp, options.pd, ec);
-                if (ec) return self.complete(ec, cm_event{});
-            }
+            if ((ec = attach.before_connect(id))) return attach.complete(self, ec);
             return id.async_connect(params.view(), std::move(self));
         }
     }
     template <typename Self>
     void operator()(Self& self, error_code ec, cm_event ev) {
-        self.complete(ec, std::move(ev));
+        attach.complete(self, ec, std::move(ev));
     }
 };
 
@@ -57,17 +116,57 @@ struct connect_op {
 /// Connects `id` to `remote`: `async_resolve_address`, `async_resolve_route`, the queue
 /// pair from `options.qp` if any, then `async_connect`.
 ///
-/// Signature: `void(error_code, cm_event)` — the ESTABLISHED event, or the error of the
-/// step that failed (each step's errors as documented on cm_id). Executor: `id`'s (or the
-/// handler's associated one). Cancellation: terminal, passed to the step in progress.
+/// @par Completion Signature
+/// `void(error_code, cm_event)` — the ESTABLISHED event, or the error of the step that
+/// failed (each step's errors as documented on cm_id).
+/// @par Executor
+/// `id`'s (or the handler's associated one).
+/// @par Per-Operation Cancellation
+/// terminal, passed to the step in progress.
+///
 /// Lifetime: `id` must outlive the operation; `options` is copied.
 template <typename Executor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event))
                                  Token = boost::asio::default_completion_token_t<Executor>>
 auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const connect_options& options,
                    Token&& token = boost::asio::default_completion_token_t<Executor>()) {
     return boost::asio::async_compose<Token, void(error_code, cm_event)>(
-        detail::connect_op<Executor>{id, remote, options, detail::owned_conn_params(options.params)}, token,
-        id.get_executor());
+        detail::connect_op<Executor, detail::attach_raw_qp>{
+            id, remote, options, detail::owned_conn_params(options.params), {options.qp, options.pd}},
+        token, id.get_executor());
+}
+
+/// Connects `id` to `remote` with a data path: `async_resolve_address`,
+/// `async_resolve_route`, a `queue_pair` (`qp_options`) and a `receive_pool` on it
+/// (`receives`: its receives posted before the peer can send), then `async_connect`.
+///
+/// @code
+/// auto [established, qp, receives] = co_await rdmacm::async_connect(id, server, {}, {}, {.depth = 16});
+/// @endcode
+///
+/// @par Completion Signature
+/// `void(error_code, cm_event, basic_queue_pair<Executor>, basic_receive_pool<Executor>)` —
+/// the ESTABLISHED event (the peer's private data), the queue pair and the pool. On an
+/// error (the step that failed, as documented on cm_id; "ibv_create_cq",
+/// "rdma_create_qp", "ibv_reg_mr" for the data path; EINVAL "receive_pool" for a depth of
+/// 0 or beyond `qp_options.max_recv_wr`, or a message size of 0) both are unopened,
+/// and the id is as a failed `cm_id::async_connect` leaves it: close it.
+/// @par Executor
+/// `id`'s (or the handler's associated one); the queue pair's and the pool's follow the id.
+/// @par Per-Operation Cancellation
+/// terminal, passed to the step in progress.
+///
+/// Lifetime: `id` must outlive the operation; the options are copied.
+template <typename Executor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event, basic_queue_pair<Executor>,
+                                                                  basic_receive_pool<Executor>))
+                                 Token = boost::asio::default_completion_token_t<Executor>>
+auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const connect_options& options,
+                   const queue_pair_options& qp_options, const receive_pool_options& receives,
+                   Token&& token = boost::asio::default_completion_token_t<Executor>()) {
+    return boost::asio::async_compose<Token, void(error_code, cm_event, basic_queue_pair<Executor>,
+                                                  basic_receive_pool<Executor>)>(
+        detail::connect_op<Executor, detail::attach_queue_pair<Executor>>{
+            id, remote, options, detail::owned_conn_params(options.params), {qp_options, receives}},
+        token, id.get_executor());
 }
 
 } // namespace rdmacm

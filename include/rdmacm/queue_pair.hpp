@@ -104,6 +104,8 @@ public:
     explicit basic_queue_pair(basic_cm_id<IdExecutor>& id, const queue_pair_options& options = {})
         : executor_(boost::asio::any_io_executor(id.get_executor())),
           impl_(detail::qp_impl::create(detail::access::impl(id), options)) {}
+    /// A queue pair that is not open (its operations fail with errc::not_open), on `ex`.
+    explicit basic_queue_pair(const executor_type& ex) : executor_(ex) {}
     basic_queue_pair(basic_queue_pair&&) noexcept = default;
     /// Takes over a queue pair of another executor type.
     template <typename Executor1, typename = std::enable_if_t<!std::is_same_v<Executor, Executor1>>>

@@ -7,6 +7,7 @@
 #include "rdmacm/queue_pair.hpp"
 
 #include <boost/asio/async_result.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <cstdint>
 #include <limits>
@@ -78,6 +79,12 @@ private:
 /// it is closed). Thread safety: `async_receive` from one thread at a time (as for any Asio
 /// I/O object); messages may be destroyed on any thread.
 ///
+/// A receive pool's size (what the composed `async_connect` posts before it connects).
+struct receive_pool_options {
+    std::size_t depth = 16;          ///< receives kept posted: at most the queue pair's `max_recv_wr`
+    std::size_t message_size = 4096; ///< the largest message, in bytes
+};
+
 /// `Executor`: constructible from `any_io_executor` (see `basic_event_channel`).
 template <typename Executor = boost::asio::any_io_executor>
 class basic_receive_pool {
@@ -95,6 +102,8 @@ public:
     basic_receive_pool(basic_queue_pair<QueuePairExecutor>& qp, std::size_t depth, std::size_t message_size)
         : executor_(qp.get_executor()),
           impl_(detail::receive_pool_impl::create(detail::access::impl(qp), depth, message_size)) {}
+    /// A pool that is not open (its operations fail with errc::not_open), on `ex`.
+    explicit basic_receive_pool(const executor_type& ex) : executor_(ex) {}
     basic_receive_pool(basic_receive_pool&&) noexcept = default;
     basic_receive_pool& operator=(basic_receive_pool&& other) noexcept {
         if (this != &other) {
@@ -108,8 +117,14 @@ public:
     /// The queue pair's executor (it follows the id's migrations).
     executor_type get_executor() const { return detail::executor_as<Executor>(impl_ ? impl_->executor() : executor_); }
     /// The memory the messages are in: a message's `data()` can be sent from it as it is.
-    const memory_region& region() const noexcept { return impl_->region(); }
-    std::size_t message_size() const noexcept { return impl_->message_size(); }
+    /// Throws system_error (errc::not_open) on a pool that is not open.
+    const memory_region& region() const {
+        if (!impl_) throw boost::system::system_error(errc::not_open, "receive_pool::region");
+        return impl_->region();
+    }
+    /// 0 when not open.
+    std::size_t message_size() const noexcept { return impl_ ? impl_->message_size() : 0; }
+    bool is_open() const noexcept { return impl_ != nullptr; }
 
     /// Ends a waiting operation (operation_aborted); later ones get errc::not_open.
     void close() noexcept {
