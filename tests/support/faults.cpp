@@ -96,6 +96,13 @@ bool gate::destroyed_while_held() const {
     return state_->destroyed;
 }
 
+// A new object at `subject`'s address: the calls counted on a freed one that lived there
+// are not its calls (malloc hands a destroyed id's memory to the next id).
+void born(const void* subject) {
+    std::lock_guard lock(mutex);
+    std::erase_if(call_count, [&](const auto& entry) { return entry.first.second == subject; });
+}
+
 int calls(const std::string& name, const void* subject) {
     std::lock_guard lock(mutex);
     int n = 0;
@@ -149,6 +156,23 @@ int clear() {
 
 } // namespace rdmacm::test::faults
 
+namespace {
+
+// What a successful call created, whose counts start afresh: nothing for most calls.
+template <typename Result, typename... Args>
+void note_creation(Result, Args...) {}
+void note_creation(rdma_event_channel* created) { rdmacm::test::faults::born(created); }
+void note_creation(ibv_comp_channel* created, ibv_context*) { rdmacm::test::faults::born(created); }
+void note_creation(int result, rdma_event_channel*, rdma_cm_id** id, void*, rdma_port_space) { // rdma_create_id
+    if (result == 0) rdmacm::test::faults::born(*id);
+}
+void note_creation(int result, rdma_event_channel*, rdma_cm_event** ev) { // rdma_get_cm_event
+    // A connection request's event brings a new id.
+    if (result == 0 && (*ev)->event == RDMA_CM_EVENT_CONNECT_REQUEST) rdmacm::test::faults::born((*ev)->id);
+}
+
+} // namespace
+
 // Each wrapper: held at a gate, or failed as the real call does (-1 or NULL, errno), else
 // the real call. `subject` is what gates and counts match on.
 #define RDMACM_WRAP(ret, fail, name, params, args, subject)                                                            \
@@ -158,8 +182,11 @@ int clear() {
             errno = e;                                                                                                 \
             return fail;                                                                                               \
         }                                                                                                              \
-        return __real_##name args;                                                                                     \
+        ret result = __real_##name args;                                                                               \
+        note_creation(result RDMACM_AND_ARGS args);                                                                    \
+        return result;                                                                                                 \
     }
+#define RDMACM_AND_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
 
 RDMACM_WRAP(rdma_event_channel*, nullptr, rdma_create_event_channel, (), (), nullptr)
 RDMACM_WRAP(int, -1, rdma_create_id, (rdma_event_channel * ch, rdma_cm_id** id, void* ctx, rdma_port_space ps),

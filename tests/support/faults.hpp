@@ -50,8 +50,13 @@ private:
 };
 
 // How many times `name` was called (successfully or not) on `subject` (any when null),
-// counted from the first use of the harness.
+// counted from the first use of the harness — or, for an id, an event channel or a
+// completion channel, from its creation: memory a destroyed one leaves is often the next
+// one's, and its calls are not the new one's.
 int calls(const std::string& name, const void* subject = nullptr);
+// Forgets the calls counted on `subject`: a new object lives at that address (the wrapped
+// calls that create one say so).
+void born(const void* subject);
 // Waits up to `limit` until calls(name, subject) >= n.
 bool wait_calls(const std::string& name, const void* subject, int n,
                 std::chrono::milliseconds limit = std::chrono::milliseconds(10'000));
