@@ -11,6 +11,8 @@
 #include <boost/system/system_error.hpp>
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <new>
 #include <optional>
 
@@ -42,8 +44,8 @@ struct attach_raw_qp {
         if (qp) id.create_qp(*qp, pd, ec);
         return ec;
     }
-    template <typename Self>
-    void complete(Self& self, error_code ec, cm_event ev = {}) {
+    template <typename Self, typename Executor>
+    void complete(Self& self, basic_cm_id<Executor>&, error_code ec, cm_event ev = {}) {
         self.complete(ec, std::move(ev));
     }
 };
@@ -55,12 +57,17 @@ template <typename Executor>
 struct attach_queue_pair {
     queue_pair_options qp_options;
     receive_pool_options receives;
+    bool raw_qp_too; // connect_options::qp given as well: which one was meant?
     std::optional<basic_queue_pair<Executor>> qp{};
     std::optional<basic_receive_pool<Executor>> pool{};
 
     error_code before_connect(basic_cm_id<Executor>& id) {
-        if (receives.depth == 0 || receives.message_size == 0 || receives.depth > qp_options.max_recv_wr)
-            return RDMACM_CALL_ERRNO("receive_pool", EINVAL); // would fail its posts, later
+        if (raw_qp_too) return RDMACM_CALL_ERRNO("connect_options::qp", EINVAL);
+        // Beyond the queue's receives, the pool would fail its own posts later, unseen.
+        constexpr std::size_t most = std::numeric_limits<std::uint32_t>::max() - 1;
+        if (receives.depth == 0 || receives.depth > qp_options.max_recv_wr || receives.message_size == 0 ||
+            receives.message_size > most)
+            return RDMACM_CALL_ERRNO("receive_pool", EINVAL);
         try {
             qp.emplace(id, qp_options);
             pool.emplace(*qp, receives.depth, receives.message_size);
@@ -72,12 +79,13 @@ struct attach_queue_pair {
         return {};
     }
     template <typename Self>
-    void complete(Self& self, error_code ec, cm_event ev = {}) {
+    void complete(Self& self, basic_cm_id<Executor>& id, error_code ec, cm_event ev = {}) {
         if (ec) {
             pool.reset();
             qp.reset();
         }
-        const auto ex = self.get_io_executor();
+        // The id's executor, not the operation's (that one counts as work while it lives).
+        const auto ex = id.get_executor();
         self.complete(ec, std::move(ev), qp ? std::move(*qp) : basic_queue_pair<Executor>(ex),
                       pool ? std::move(*pool) : basic_receive_pool<Executor>(ex));
     }
@@ -96,18 +104,18 @@ struct connect_op {
     void operator()(Self& self, error_code ec = {}) {
         if (!ec && self.get_cancellation_state().cancelled() != boost::asio::cancellation_type::none)
             ec = boost::asio::error::operation_aborted;
-        if (ec) return attach.complete(self, ec);
+        if (ec) return attach.complete(self, id, ec);
         switch (step++) {
         case 0: return id.async_resolve_address(options.local, remote, options.resolve_timeout, std::move(self));
         case 1: return id.async_resolve_route(options.resolve_timeout, std::move(self));
         default:
-            if ((ec = attach.before_connect(id))) return attach.complete(self, ec);
+            if ((ec = attach.before_connect(id))) return attach.complete(self, id, ec);
             return id.async_connect(params.view(), std::move(self));
         }
     }
     template <typename Self>
     void operator()(Self& self, error_code ec, cm_event ev) {
-        attach.complete(self, ec, std::move(ev));
+        attach.complete(self, id, ec, std::move(ev));
     }
 };
 
@@ -148,8 +156,10 @@ auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const conn
 /// the ESTABLISHED event (the peer's private data), the queue pair and the pool. On an
 /// error (the step that failed, as documented on cm_id; "ibv_create_cq",
 /// "rdma_create_qp", "ibv_reg_mr" for the data path; EINVAL "receive_pool" for a depth of
-/// 0 or beyond `qp_options.max_recv_wr`, or a message size of 0) both are unopened,
-/// and the id is as a failed `cm_id::async_connect` leaves it: close it.
+/// 0 or beyond `qp_options.max_recv_wr`, or a message size of 0 or beyond 2^32 − 2; EINVAL
+/// "connect_options::qp" when `options.qp` asks for a raw queue pair as well) both are
+/// unopened, on the id's executor, and the id is as a failed `cm_id::async_connect` leaves
+/// it (with its queue pair, if one was made): close it.
 /// @par Executor
 /// `id`'s (or the handler's associated one); the queue pair's and the pool's follow the id.
 /// @par Per-Operation Cancellation
@@ -165,7 +175,11 @@ auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const conn
     return boost::asio::async_compose<Token, void(error_code, cm_event, basic_queue_pair<Executor>,
                                                   basic_receive_pool<Executor>)>(
         detail::connect_op<Executor, detail::attach_queue_pair<Executor>>{
-            id, remote, options, detail::owned_conn_params(options.params), {qp_options, receives}},
+            id,
+            remote,
+            options,
+            detail::owned_conn_params(options.params),
+            {qp_options, receives, options.qp.has_value()}},
         token, id.get_executor());
 }
 

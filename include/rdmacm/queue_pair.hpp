@@ -106,7 +106,8 @@ public:
           impl_(detail::qp_impl::create(detail::access::impl(id), options)) {}
     /// A queue pair that is not open (its operations fail with errc::not_open), on `ex`.
     explicit basic_queue_pair(const executor_type& ex) : executor_(ex) {}
-    basic_queue_pair(basic_queue_pair&&) noexcept = default;
+    /// The moved-from queue pair is not open, on the same executor.
+    basic_queue_pair(basic_queue_pair&& other) noexcept : executor_(other.executor_), impl_(std::move(other.impl_)) {}
     /// Takes over a queue pair of another executor type.
     template <typename Executor1, typename = std::enable_if_t<!std::is_same_v<Executor, Executor1>>>
     basic_queue_pair(basic_queue_pair<Executor1>&& other) noexcept // NOLINT(google-explicit-constructor)
@@ -114,6 +115,7 @@ public:
     basic_queue_pair& operator=(basic_queue_pair&& other) noexcept {
         if (this != &other) {
             close();
+            executor_ = other.executor_;
             impl_ = std::move(other.impl_);
         }
         return *this;

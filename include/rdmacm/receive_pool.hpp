@@ -57,6 +57,12 @@ private:
     std::uint32_t slot_ = 0, size_ = 0;
 };
 
+/// A receive pool's size (what the composed `async_connect` posts before it connects).
+struct receive_pool_options {
+    std::size_t depth = 16;          ///< receives kept posted: at most the queue pair's `max_recv_wr`
+    std::size_t message_size = 4096; ///< the largest message, in bytes
+};
+
 /// `depth` receives of up to `message_size` bytes each, kept posted on a queue pair in
 /// memory of the pool's own (registered on the queue pair's protection domain), and the
 /// messages they receive, queued in arrival order until `async_receive` takes them. Post
@@ -79,12 +85,6 @@ private:
 /// it is closed). Thread safety: `async_receive` from one thread at a time (as for any Asio
 /// I/O object); messages may be destroyed on any thread.
 ///
-/// A receive pool's size (what the composed `async_connect` posts before it connects).
-struct receive_pool_options {
-    std::size_t depth = 16;          ///< receives kept posted: at most the queue pair's `max_recv_wr`
-    std::size_t message_size = 4096; ///< the largest message, in bytes
-};
-
 /// `Executor`: constructible from `any_io_executor` (see `basic_event_channel`).
 template <typename Executor = boost::asio::any_io_executor>
 class basic_receive_pool {
@@ -104,10 +104,13 @@ public:
           impl_(detail::receive_pool_impl::create(detail::access::impl(qp), depth, message_size)) {}
     /// A pool that is not open (its operations fail with errc::not_open), on `ex`.
     explicit basic_receive_pool(const executor_type& ex) : executor_(ex) {}
-    basic_receive_pool(basic_receive_pool&&) noexcept = default;
+    /// The moved-from pool is not open, on the same executor.
+    basic_receive_pool(basic_receive_pool&& other) noexcept
+        : executor_(other.executor_), impl_(std::move(other.impl_)) {}
     basic_receive_pool& operator=(basic_receive_pool&& other) noexcept {
         if (this != &other) {
             close();
+            executor_ = other.executor_;
             impl_ = std::move(other.impl_);
         }
         return *this;

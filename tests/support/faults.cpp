@@ -161,8 +161,12 @@ namespace {
 // What a successful call created, whose counts start afresh: nothing for most calls.
 template <typename Result, typename... Args>
 void note_creation(Result, Args...) {}
-void note_creation(rdma_event_channel* created) { rdmacm::test::faults::born(created); }
-void note_creation(ibv_comp_channel* created, ibv_context*) { rdmacm::test::faults::born(created); }
+void note_creation(rdma_event_channel* created) {
+    if (created) rdmacm::test::faults::born(created);
+}
+void note_creation(ibv_comp_channel* created, ibv_context*) {
+    if (created) rdmacm::test::faults::born(created);
+}
 void note_creation(int result, rdma_event_channel*, rdma_cm_id** id, void*, rdma_port_space) { // rdma_create_id
     if (result == 0) rdmacm::test::faults::born(*id);
 }

@@ -52,7 +52,8 @@ private:
 // How many times `name` was called (successfully or not) on `subject` (any when null),
 // counted from the first use of the harness — or, for an id, an event channel or a
 // completion channel, from its creation: memory a destroyed one leaves is often the next
-// one's, and its calls are not the new one's.
+// one's, and its calls are not the new one's. (So a count over every subject can go down,
+// and a wait for a destroy's count must not overlap the creation of another object.)
 int calls(const std::string& name, const void* subject = nullptr);
 // Forgets the calls counted on `subject`: a new object lives at that address (the wrapped
 // calls that create one say so).
