@@ -255,7 +255,9 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
             deferred_.pop_front();
             start_now(lock, d.kind, std::move(d.handler), d.call);
             lock.lock();
-        } else if (data_path_ != ended) { // the queue pair's completions: while still moving
+        } else if (data_path_ && data_path_ != ended) { // the queue pair's completions: while still moving
+            // (A queue pair made meanwhile began a move of its own: it ends here too. One the
+            // destroy took away after a close() is none: closing it aborted all it held.)
             ended = data_path_;
             lock.unlock();
             ended->end_move(ex);
