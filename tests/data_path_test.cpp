@@ -455,15 +455,16 @@ void stream_ten_thousand_messages(channel_fixture& f, std::chrono::nanoseconds p
     o.max_recv_wr = 64;
     o.poll_for = poll_for;
     run(ctx, connect_pair(l, *channel, p, o));
-    stream s(p, 10'000, 32);
+    constexpr std::size_t messages = at_volume(10'000);
+    stream s(p, messages, 32);
     s.start_server();
     s.start_client();
     BOOST_REQUIRE(run_until(
         ctx, [&] { return s.done() || s.errors > 0; }, 120s));
     BOOST_TEST(s.errors == 0u, s.first_error);
     BOOST_TEST(s.out_of_order == 0u, s.first_disorder);
-    BOOST_TEST(s.received == 10'000u);
-    BOOST_TEST(s.acked == 10'000u);
+    BOOST_TEST(s.received == messages);
+    BOOST_TEST(s.acked == messages);
     // The receives still posted are aborted now, their handlers run while `s` lives.
     s.closing = true;
     p.client_qp.reset();

@@ -19,7 +19,7 @@ using asio::use_awaitable;
 
 namespace {
 
-constexpr int many = 1000;
+constexpr int many = at_volume(1000);
 constexpr int in_flight = 50;
 
 } // namespace

@@ -142,7 +142,7 @@ struct serving {
 } // namespace
 
 BOOST_FIXTURE_TEST_CASE(connections_are_placed_over_the_shards_and_served_there, channel_fixture) {
-    const int connections = is_siw() ? siw_connection_limit : 1000;
+    const int connections = is_siw() ? siw_connection_limit : at_volume(1000);
     constexpr std::size_t shards = 4;
     shared_cq cq;
     std::atomic<int> server_established{0}, on_wrong_thread{0};
