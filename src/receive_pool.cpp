@@ -19,8 +19,7 @@ constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
 std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_impl> qp, std::size_t depth,
                                                              std::size_t message_size) {
     if (!qp) throw boost::system::system_error(errc::not_open);
-    constexpr std::size_t most = std::numeric_limits<std::uint32_t>::max() - 1;
-    if (depth == 0 || message_size == 0 || depth > most || message_size > most)
+    if (!valid_sizes(depth, message_size))
         throw std::invalid_argument("receive_pool: depth and message size must be in 1 .. 2^32 - 2");
     std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), depth, message_size));
     pool->qp_->on_destroyed([m = pool->memory_] { m->region.reset(); });

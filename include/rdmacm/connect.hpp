@@ -11,8 +11,6 @@
 #include <boost/system/system_error.hpp>
 
 #include <chrono>
-#include <cstdint>
-#include <limits>
 #include <new>
 #include <optional>
 
@@ -52,7 +50,7 @@ struct attach_raw_qp {
 
 // A queue_pair and a receive_pool whose receives are posted before the connect (iWARP
 // breaks a connection whose first message finds none); the completion hands them over, or,
-// on an error, unopened ones on the id's executor (they go with the operation).
+// on an error, unopened ones on the id's executor.
 template <typename Executor>
 struct attach_queue_pair {
     queue_pair_options qp_options;
@@ -64,9 +62,8 @@ struct attach_queue_pair {
     error_code before_connect(basic_cm_id<Executor>& id) {
         if (raw_qp_too) return RDMACM_CALL_ERRNO("connect_options::qp", EINVAL);
         // Beyond the queue's receives, the pool would fail its own posts later, unseen.
-        constexpr std::size_t most = std::numeric_limits<std::uint32_t>::max() - 1;
-        if (receives.depth == 0 || receives.depth > qp_options.max_recv_wr || receives.message_size == 0 ||
-            receives.message_size > most)
+        if (!receive_pool_impl::valid_sizes(receives.depth, receives.message_size) ||
+            receives.depth > qp_options.max_recv_wr)
             return RDMACM_CALL_ERRNO("receive_pool", EINVAL);
         try {
             qp.emplace(id, qp_options);
