@@ -171,14 +171,7 @@ BOOST_AUTO_TEST_CASE(the_context_may_go_before_the_library_lets_go_of_its_ids) {
         }());
         for (auto& id : ids) id.async_connect(conn_params{}, asio::detached);
     } // ids, listener, channel and then the context go at once: no run in between
-    // Waits out the destroyer (it works in order) on another context.
-    asio::io_context later;
-    {
-        event_channel channel(later);
-        make_listener(channel);
-    }
-    later.run_for(30s);
-    BOOST_TEST(later.stopped());
+    BOOST_TEST(wait_out_destroys());
 }
 
 BOOST_FIXTURE_TEST_CASE(peer_disconnect_reaches_next_event_in_order, channel_fixture) {

@@ -2,8 +2,10 @@
 // held at a gate (support/faults.cpp) while another thread does what races it, then let
 // go. Each case failed on the design before (the commit that added it says how) and
 // checks what the new design makes impossible.
+#include "support/connection_pair.hpp"
 #include "support/faults.hpp"
 #include "support/fixture.hpp"
+#include "support/noting_executor.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -539,6 +541,44 @@ BOOST_AUTO_TEST_CASE(an_event_read_while_moving_is_delivered_once_on_the_new_exe
         auto waited = next.get_future();
         BOOST_REQUIRE(waited.wait_for(10s) == std::future_status::ready);
         BOOST_TEST((waited.get() == asio::error::operation_aborted));
+    }
+    t.stop();
+}
+
+// Found by churn_test under ASan (246ba6c): a close() whose destroy ran while the end of a
+// move handed the id's queue pair over to the new executor; the move's last step then saw
+// the id's data path gone and ended the move of a null one. Forced: the hand-over stops the
+// queue pair's old completion reader by a post to the old executor, which closes the id at
+// that moment and waits out its destroy (before the fix: a crash).
+BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
+    context_threads t(3); // 0: the server, 1: the client's old context, 2: its new one
+    std::atomic<cm_id*> moving{nullptr};
+    std::atomic<bool> closed_in_hand_over{false}, destroys_waited_out{false};
+    noting_executor old_ex(t[1].get_executor(), [&, new_thread = t.thread(2)] {
+        cm_id* id = moving.load();
+        if (!id || std::this_thread::get_id() != new_thread || closed_in_hand_over.exchange(true)) return;
+        id->close();
+        destroys_waited_out = wait_out_destroys(10s);
+    });
+    {
+        event_channel server_channel(t[0]), a(old_ex), b(t[2]);
+        auto l = make_listener(server_channel);
+        connection_pair p;
+        auto connected = asio::co_spawn(t[0], connect_pair(l, a, p), asio::use_future);
+        BOOST_REQUIRE(connected.wait_for(10s) == std::future_status::ready);
+        connected.get();
+        rdma_cm_id* raw = p.client->native_handle();
+        moving = &*p.client; // from here, the first post to the old executor made on the new one
+        std::promise<error_code> moved;
+        p.client->async_migrate(b, [&](error_code ec) { moved.set_value(ec); });
+        auto done = moved.get_future();
+        BOOST_REQUIRE_MESSAGE(done.wait_for(20s) == std::future_status::ready, "the move never completed");
+        BOOST_REQUIRE_MESSAGE(closed_in_hand_over.load(), "the move's end posted nothing to the old executor");
+        const error_code ec = done.get();
+        BOOST_TEST(!ec, "closed before the move was made: " << ec.message());
+        BOOST_TEST(destroys_waited_out.load(), "the id's destroy did not run while its move ended");
+        BOOST_TEST(faults::calls("rdma_destroy_id", raw) == 1);
+        p.server->close();
     }
     t.stop();
 }

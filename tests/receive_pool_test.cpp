@@ -136,7 +136,7 @@ BOOST_FIXTURE_TEST_CASE(a_cancellation_after_the_message_came_keeps_it_for_the_n
 
         asio::io_context handler_ctx; // not run until the cancellation came
         auto queued = std::make_shared<std::atomic<std::size_t>>(0);
-        noting_executor handler_ex(handler_ctx.get_executor(), queued);
+        noting_executor handler_ex(handler_ctx.get_executor(), [queued] { queued->fetch_add(1); });
         for (auto type :
              {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
             asio::cancellation_signal cancel;

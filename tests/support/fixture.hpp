@@ -182,4 +182,17 @@ inline listener make_listener(event_channel& ch) {
     return l;
 }
 
+// Whether every destroy the library was given so far has run, waiting up to `limit`: it
+// destroys on one thread, in order, so a listener closed now is destroyed after them, and
+// the context the listener was made on runs out of work only then.
+inline bool wait_out_destroys(std::chrono::steady_clock::duration limit = 30s) {
+    asio::io_context later;
+    {
+        event_channel channel(later);
+        make_listener(channel);
+    }
+    later.run_for(limit);
+    return later.stopped();
+}
+
 } // namespace rdmacm::test

@@ -1,14 +1,14 @@
 #pragma once
-// An executor that counts what it is given to run, then hands it to the one it wraps: a
-// test sees that a completion has been queued for a handler (the operation decided to
-// complete) while that handler has not run yet — its context not being run.
+// An executor that tells the test each time it is given a function to run (on the thread
+// that gives it), then hands the function to the executor it wraps: a test sees that a
+// completion has been queued for a handler while that handler has not run yet (its context
+// not being run), or acts at the very moment the library posts to it.
 #include <boost/asio/execution.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/query.hpp>
 #include <boost/asio/require.hpp>
 
-#include <atomic>
-#include <cstddef>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -17,12 +17,12 @@ namespace rdmacm::test {
 template <typename Inner>
 class noting_executor {
 public:
-    noting_executor(Inner inner, std::shared_ptr<std::atomic<std::size_t>> given)
-        : inner_(std::move(inner)), given_(std::move(given)) {}
+    noting_executor(Inner inner, std::function<void()> on_execute)
+        : inner_(std::move(inner)), given_(std::make_shared<const std::function<void()>>(std::move(on_execute))) {}
 
     template <typename F>
     void execute(F&& f) const {
-        given_->fetch_add(1);
+        (*given_)();
         inner_.execute(std::forward<F>(f));
     }
 
@@ -48,11 +48,15 @@ public:
 private:
     template <typename Other>
     noting_executor<Other> wrap(Other other) const {
-        return {std::move(other), given_};
+        return noting_executor<Other>(std::move(other), given_);
     }
+    template <typename>
+    friend class noting_executor;
+    noting_executor(Inner inner, std::shared_ptr<const std::function<void()>> given)
+        : inner_(std::move(inner)), given_(std::move(given)) {}
 
     Inner inner_;
-    std::shared_ptr<std::atomic<std::size_t>> given_;
+    std::shared_ptr<const std::function<void()>> given_; // shared by the copies
 };
 
 } // namespace rdmacm::test
