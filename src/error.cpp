@@ -45,6 +45,9 @@ public:
         case errc::remote_buffer_too_small: return "more data than the peer's remote buffer holds";
         case errc::no_such_shard: return "no such shard in the pool";
         case errc::pool_stopped: return "the shard pool is stopping";
+        case errc::too_many_buffers:
+            return "more buffers in one operation than the queue pair takes (queue_pair_options::max_send_sge, "
+                   "max_recv_sge; an RDMA read: also the device's max_sge_rd)";
         }
         return "asio-rdmacm error " + std::to_string(ev);
     }

@@ -93,12 +93,22 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     attr.send_cq = attr.recv_cq = res->cq;
     attr.cap.max_send_wr = options.max_send_wr;
     attr.cap.max_recv_wr = options.max_recv_wr;
-    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+    attr.cap.max_send_sge = options.max_send_sge;
+    attr.cap.max_recv_sge = options.max_recv_sge;
     attr.cap.max_inline_data = options.max_inline_data;
+    // An RDMA read's scatter list has a bound of its own (siw: one entry).
+    ibv_device_attr device{};
+    if (int e = ibv_query_device(cm->verbs, &device))
+        throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_query_device", e));
     if (rdma_create_qp(cm, options.pd, &attr) != 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
     std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res), options.poll_for));
     self->qp_ = cm->qp;
+    // What it was made with (at least what was asked for), within what one operation takes.
+    const auto limit = [](std::uint32_t n) { return std::min<std::uint32_t>(n, max_buffers_per_operation); };
+    self->limits_ = {
+        limit(attr.cap.max_send_sge), limit(attr.cap.max_recv_sge),
+        limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd)))};
     // From here the completion queue outlives the queue pair.
     if (!id->attach(self)) throw boost::system::system_error(errc::not_open); // closed meanwhile
     std::lock_guard lock(self->mutex_);                                       // its first poll must find it in place
@@ -124,6 +134,19 @@ void qp_impl::end_verbs_call() noexcept {
 
 void qp_impl::wait_idle() noexcept {
     for (int n; (n = verbs_calls_.load()) != 0;) verbs_calls_.wait(n);
+}
+
+error_code qp_impl::refusal(work_request::kind what, std::size_t buffers, std::size_t bytes, bool registered,
+                            std::uint32_t remote_length) const noexcept {
+    using enum work_request::kind;
+    const std::uint32_t most = what == send || what == write ? limits_.send
+                               : what == receive             ? limits_.receive
+                                                             : limits_.read;
+    if (buffers > most) return errc::too_many_buffers;
+    if (!registered) return errc::buffer_not_registered;
+    if (bytes > max_message_size) return make_error_code(boost::system::errc::message_size);
+    if ((what == write || what == read) && bytes > remote_length) return errc::remote_buffer_too_small;
+    return {};
 }
 
 void qp_impl::post(const work_request& wr, handler h) {
@@ -153,21 +176,22 @@ void qp_impl::post(const work_request& wr, handler h) {
     begin_verbs_call();
     lock.unlock();
 
-    ibv_sge sge{wr.address, wr.length, wr.lkey};
+    auto* sges = const_cast<ibv_sge*>(wr.buffers.data()); // (verbs' lists are not const; never written)
+    const int num_sge = static_cast<int>(wr.buffers.size());
     error_code ec;
     if (wr.what == work_request::kind::receive) {
         ibv_recv_wr r{};
         ibv_recv_wr* bad = nullptr;
         r.wr_id = wr_id;
-        r.sg_list = &sge;
-        r.num_sge = 1;
+        r.sg_list = sges;
+        r.num_sge = num_sge;
         if (int e = ibv_post_recv(qp_, &r, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_recv", e);
     } else {
         ibv_send_wr s{};
         ibv_send_wr* bad = nullptr;
         s.wr_id = wr_id;
-        s.sg_list = &sge;
-        s.num_sge = 1;
+        s.sg_list = sges;
+        s.num_sge = num_sge;
         s.send_flags = IBV_SEND_SIGNALED;
         s.opcode = wr.what == work_request::kind::send    ? IBV_WR_SEND
                    : wr.what == work_request::kind::write ? IBV_WR_RDMA_WRITE

@@ -36,12 +36,13 @@ receive_pool_impl::receive_pool_impl(std::shared_ptr<qp_impl> qp, std::size_t de
 
 void receive_pool_impl::post(std::uint32_t slot) {
     const auto* base = memory_->buffer.data() + std::size_t{slot} * slot_size_;
-    work_request wr{work_request::kind::receive, reinterpret_cast<std::uintptr_t>(base),
-                    static_cast<std::uint32_t>(slot_size_), memory_->region.lkey()};
+    const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base), static_cast<std::uint32_t>(slot_size_),
+                      memory_->region.lkey()};
     // Held by the receive: the device may write into the buffer until it completes.
-    qp_->post(wr, [self = shared_from_this(), slot](error_code ec, std::size_t n) {
-        self->arrived({ec, slot, static_cast<std::uint32_t>(n)});
-    });
+    qp_->post({work_request::kind::receive, std::span(&sge, 1)},
+              [self = shared_from_this(), slot](error_code ec, std::size_t n) {
+                  self->arrived({ec, slot, static_cast<std::uint32_t>(n)});
+              });
 }
 
 void receive_pool_impl::give_back(std::uint32_t slot) noexcept {

@@ -13,6 +13,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <string_view>
@@ -81,6 +82,70 @@ BOOST_FIXTURE_TEST_CASE(send_receive_write_read, channel_fixture) {
         auto [e2, n2] = co_await p.client_qp->async_rdma_write(
             cmr, std::span(cbuf).first(128), to_remote(smr, std::span(sbuf).first(64)), asio::as_tuple(use_awaitable));
         BOOST_TEST((e2 == errc::remote_buffer_too_small), e2.message());
+    }());
+}
+
+// Scatter/gather: a message gathered from two regions lands scattered over two parts of
+// one (split where the first part ends, not where the sender's did); an RDMA write
+// gathers; an RDMA read scatters where the device takes more than one entry (rxe), and is
+// refused, named, where it does not (siw's max_sge_rd is 1). Lists the queue pair cannot
+// take are refused before anything is posted.
+BOOST_FIXTURE_TEST_CASE(scatter_gather_lists, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        std::vector<std::byte> header(64), body(4096), sbuf(4096);
+        memory_region hmr(p.client_qp->pd(), header, rw_access), bmr(p.client_qp->pd(), body, rw_access),
+            smr(p.server_qp->pd(), sbuf, rw_access);
+        const std::string_view h = "header:", b = "the body";
+        std::memcpy(header.data(), h.data(), h.size());
+        std::memcpy(body.data(), b.data(), b.size());
+        const std::array<const_registered_buffer, 2> gather{buffer(hmr, std::span(header).first(h.size())),
+                                                            buffer(bmr, std::span(body).first(b.size()))};
+        const std::array<mutable_registered_buffer, 2> scatter{buffer(smr, std::span(sbuf).first(4)),
+                                                               buffer(smr, std::span(sbuf).subspan(100, 64))};
+        auto [got, sent] = co_await (p.server_qp->async_receive(scatter, use_awaitable) &&
+                                     p.client_qp->async_send(gather, use_awaitable));
+        BOOST_TEST(sent == h.size() + b.size());
+        BOOST_TEST(got == sent);
+        BOOST_TEST(text_of(std::span(sbuf).first(4)) == "head");
+        BOOST_TEST(text_of(std::span(sbuf).subspan(100, got - 4)) == "er:the body");
+
+        const auto remote = to_remote(smr, std::span(sbuf).subspan(1024, 64));
+        co_await p.client_qp->async_rdma_write(gather, remote, use_awaitable);
+        BOOST_TEST(text_of(std::span(sbuf).subspan(1024, sent)) == "header:the body");
+
+        ibv_device_attr device{};
+        BOOST_REQUIRE(ibv_query_device(p.client->native_handle()->verbs, &device) == 0);
+        const std::array<mutable_registered_buffer, 2> into{buffer(hmr, std::span(header).subspan(32, 6)),
+                                                            buffer(bmr, std::span(body).subspan(2048, sent - 6))};
+        auto [e, n] = co_await p.client_qp->async_rdma_read(into, to_remote(smr, std::span(sbuf).subspan(1024, sent)),
+                                                            asio::as_tuple(use_awaitable));
+        if (device.max_sge_rd > 1) {
+            BOOST_REQUIRE_MESSAGE(!e, e.message());
+            BOOST_TEST(n == sent);
+            BOOST_TEST(text_of(std::span(header).subspan(32, 6)) == "header");
+            BOOST_TEST(text_of(std::span(body).subspan(2048, n - 6)) == ":the body");
+        } else {
+            BOOST_TEST((e == errc::too_many_buffers), e.message());
+        }
+
+        // Refused before anything is posted; the queue pair goes on.
+        const std::vector<const_registered_buffer> too_many(33, buffer(hmr, std::span(header).first(1)));
+        auto [e1, n1] = co_await p.client_qp->async_send(too_many, asio::as_tuple(use_awaitable));
+        BOOST_TEST((e1 == errc::too_many_buffers), e1.message());
+        std::vector<std::byte> elsewhere(16);
+        const std::array<const_registered_buffer, 2> unregistered{gather[0], buffer(hmr, std::span(elsewhere))};
+        auto [e2, n2] = co_await p.client_qp->async_send(unregistered, asio::as_tuple(use_awaitable));
+        BOOST_TEST((e2 == errc::buffer_not_registered), e2.message());
+        auto [e3, n3] = co_await p.client_qp->async_rdma_write(gather, to_remote(smr, std::span(sbuf).first(sent - 1)),
+                                                               asio::as_tuple(use_awaitable));
+        BOOST_TEST((e3 == errc::remote_buffer_too_small), e3.message());
+        auto [got2, sent2] = co_await (p.server_qp->async_receive(buffer(smr), use_awaitable) &&
+                                       p.client_qp->async_send(gather, use_awaitable));
+        BOOST_TEST(got2 == sent2);
+        BOOST_TEST(text_of(std::span(sbuf).first(got2)) == "header:the body");
     }());
 }
 

@@ -43,6 +43,7 @@ enum class errc {
     remote_buffer_too_small,      ///< more data than the peer's remote buffer holds
     no_such_shard,                ///< a shard index (given, or from a placement) out of range
     pool_stopped,                 ///< the shard pool is stopping or stopped
+    too_many_buffers,             ///< more buffers in one data operation than the queue pair takes
 };
 
 /// The category of `errc` values ("asio-rdmacm").

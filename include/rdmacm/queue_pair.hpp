@@ -6,9 +6,11 @@
 #include "rdmacm/cm_id.hpp"
 #include "rdmacm/detail/qp_impl.hpp"
 #include "rdmacm/memory_region.hpp"
+#include "rdmacm/registered_buffer.hpp"
 
 #include <boost/asio/async_result.hpp>
 
+#include <array>
 #include <chrono>
 #include <span>
 #include <type_traits>
@@ -23,6 +25,10 @@ inline constexpr std::chrono::nanoseconds busy_polling = std::chrono::nanosecond
 struct queue_pair_options {
     std::uint32_t max_send_wr = 64; ///< sends, writes and reads outstanding at once
     std::uint32_t max_recv_wr = 64; ///< receives posted at once
+    /// Buffers one send or RDMA write gathers from, or one RDMA read scatters into (the
+    /// read also within the device's `max_sge_rd`: siw's is 1); at most 32 are used.
+    std::uint32_t max_send_sge = 4;
+    std::uint32_t max_recv_sge = 4; ///< buffers one receive scatters into; at most 32 are used
     std::uint32_t max_inline_data = 0;
     ibv_pd* pd = nullptr; ///< nullptr: the device's default protection domain (librdmacm's)
     /// How long the context's thread goes on polling the completion queue after its last
@@ -136,77 +142,125 @@ public:
         if (auto impl = std::move(impl_)) impl->close();
     }
 
-    /// Sends `data` (inside `mr`).
+    /// Sends one message gathered from `buffers`: a `const_registered_buffer` (see
+    /// `rdmacm::buffer(mr, part)`) or a range of them.
     /// @par Completion Signature
     /// `void(error_code, std::size_t)`: the work completion's status and the bytes sent;
-    /// errc::buffer_not_registered (`data` not inside `mr`), errc::not_open, the post's
-    /// errno (e.g. ENOMEM: more outstanding than `max_send_wr`).
+    /// refused before anything is posted: errc::too_many_buffers (more than the queue
+    /// pair's `max_send_sge`), errc::buffer_not_registered (a part not inside its region),
+    /// `std::errc::message_size` (2^31 bytes or more), errc::not_open; the post's errno (e.g.
+    /// ENOMEM: more outstanding than `max_send_wr`).
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
+    template <registered_buffer_sequence<const_registered_buffer> ConstRegisteredBuffers,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_send(const ConstRegisteredBuffers& buffers,
+                    Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return start<const_registered_buffer>(detail::work_request::kind::send, buffers, {},
+                                              std::forward<Token>(token));
+    }
+    /// Sends `data`, which lies inside `mr`: `async_send(buffer(mr, data), token)`.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_send(const memory_region& mr, std::span<const std::byte> data,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return start(detail::work_request::kind::send, mr, data, {}, std::forward<Token>(token));
+        return async_send(buffer(mr, data), std::forward<Token>(token));
     }
-    /// Receives one message into `buffer` (inside `mr`); completes with its length.
+    /// Receives one message, scattered over `buffers` in order (a
+    /// `mutable_registered_buffer` or a range of them); completes with its length.
     /// @par Completion Signature
-    /// `void(error_code, std::size_t)`, errors as for async_send (`max_recv_wr`).
+    /// `void(error_code, std::size_t)`, errors as for async_send (`max_recv_sge`,
+    /// `max_recv_wr`); a message longer than the buffers fails the receive
+    /// (IBV_WC_LOC_LEN_ERR) and the queue pair.
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
+    template <registered_buffer_sequence<mutable_registered_buffer> MutableRegisteredBuffers,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_receive(const MutableRegisteredBuffers& buffers,
+                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return start<mutable_registered_buffer>(detail::work_request::kind::receive, buffers, {},
+                                                std::forward<Token>(token));
+    }
+    /// Receives one message into `buffer`, which lies inside `mr`.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_receive(const memory_region& mr, std::span<std::byte> buffer,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return start(detail::work_request::kind::receive, mr, buffer, {}, std::forward<Token>(token));
+        return async_receive(rdmacm::buffer(mr, buffer), std::forward<Token>(token));
     }
-    /// Writes `data` (inside `mr`) into the peer's `remote` buffer (RDMA write).
+    /// Writes what `buffers` hold, gathered in order, into the peer's `remote` buffer (RDMA write).
     /// @par Completion Signature
     /// `void(error_code, std::size_t)`, errors as for async_send, and
     /// errc::remote_buffer_too_small; a bad rkey is the peer's IBV_WC_REM_ACCESS_ERR.
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
+    template <registered_buffer_sequence<const_registered_buffer> ConstRegisteredBuffers,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_rdma_write(const ConstRegisteredBuffers& buffers, const remote_buffer& remote,
+                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return start<const_registered_buffer>(detail::work_request::kind::write, buffers, remote,
+                                              std::forward<Token>(token));
+    }
+    /// Writes `data`, which lies inside `mr`, into the peer's `remote` buffer.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_rdma_write(const memory_region& mr, std::span<const std::byte> data, const remote_buffer& remote,
                           Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return start(detail::work_request::kind::write, mr, data, remote, std::forward<Token>(token));
+        return async_rdma_write(buffer(mr, data), remote, std::forward<Token>(token));
     }
-    /// Reads the peer's `remote` buffer into `buffer` (inside `mr`) (RDMA read).
+    /// Reads the peer's `remote` buffer into `buffers`, scattered in order (RDMA read; more
+    /// than one buffer as the device allows: errc::too_many_buffers beyond its `max_sge_rd`).
     /// @par Completion Signature
     /// As for async_rdma_write.
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
+    template <registered_buffer_sequence<mutable_registered_buffer> MutableRegisteredBuffers,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_rdma_read(const MutableRegisteredBuffers& buffers, const remote_buffer& remote,
+                         Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return start<mutable_registered_buffer>(detail::work_request::kind::read, buffers, remote,
+                                                std::forward<Token>(token));
+    }
+    /// Reads the peer's `remote` buffer into `buffer`, which lies inside `mr`.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_rdma_read(const memory_region& mr, std::span<std::byte> buffer, const remote_buffer& remote,
                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return start(detail::work_request::kind::read, mr, buffer, remote, std::forward<Token>(token));
+        return async_rdma_read(rdmacm::buffer(mr, buffer), remote, std::forward<Token>(token));
     }
 
 private:
-    template <typename Token>
-    auto start(detail::work_request::kind what, const memory_region& mr, std::span<const std::byte> local,
-               const remote_buffer& remote, Token&& token) {
-        error_code refusal;
-        if (!mr.contains(local))
-            refusal = errc::buffer_not_registered;
-        else if (what != detail::work_request::kind::send && what != detail::work_request::kind::receive &&
-                 local.size() > remote.length)
-            refusal = errc::remote_buffer_too_small;
-        detail::work_request wr{what,
-                                reinterpret_cast<std::uintptr_t>(local.data()),
-                                static_cast<std::uint32_t>(local.size()),
-                                mr.lkey(),
-                                remote.address,
-                                remote.rkey};
+    // Checks the buffers here (a refusal completes like any operation, never inline), then
+    // posts them as one work request, its scatter/gather list on the stack.
+    template <typename Buffer, typename Buffers, typename Token>
+    auto start(detail::work_request::kind what, const Buffers& buffers, const remote_buffer& remote, Token&& token) {
+        std::size_t count = 0, bytes = 0;
+        bool registered = true;
+        detail::for_each_buffer<Buffer>(buffers, [&](const Buffer& b) {
+            ++count;
+            bytes += b.size();
+            registered = registered && b.registered();
+        });
+        const error_code refusal =
+            impl_ ? impl_->refusal(what, count, bytes, registered, remote.length) : error_code(errc::not_open);
         boost::asio::any_io_executor ex = impl_ ? impl_->get_executor() : executor_;
         return detail::async_start<void(error_code, std::size_t), detail::work_of_followers::by_object>(
-            ex, std::forward<Token>(token), [ex, impl = impl_, wr, refusal](auto handler) {
-                if (impl && !refusal)
-                    impl->post(wr, std::move(handler));
-                else
-                    detail::qp_impl::refuse(ex, std::move(handler), impl ? refusal : errc::not_open);
+            ex, std::forward<Token>(token), [ex, impl = impl_, what, buffers, remote, refusal](auto handler) {
+                if (refusal) {
+                    detail::qp_impl::refuse(ex, std::move(handler), refusal);
+                    return;
+                }
+                std::array<ibv_sge, detail::max_buffers_per_operation> sges; // (count entries, checked above)
+                std::size_t n = 0;
+                detail::for_each_buffer<Buffer>(buffers, [&](const Buffer& b) {
+                    sges[n++] = {reinterpret_cast<std::uintptr_t>(b.data()), static_cast<std::uint32_t>(b.size()),
+                                 b.lkey()};
+                });
+                impl->post({what, std::span(sges).first(n), remote.address, remote.rkey}, std::move(handler));
             });
     }
 

@@ -16,5 +16,6 @@
 #include "rdmacm/qp_attr.hpp"
 #include "rdmacm/queue_pair.hpp"
 #include "rdmacm/receive_pool.hpp"
+#include "rdmacm/registered_buffer.hpp"
 #include "rdmacm/rebalance.hpp"
 #include "rdmacm/shard_pool.hpp"

@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 namespace rdmacm {
@@ -35,13 +36,17 @@ struct queue_pair_options;
 
 namespace rdmacm::detail {
 
+// The most buffers one operation takes (its scatter/gather list is built on the stack).
+inline constexpr std::size_t max_buffers_per_operation = 32;
+// The largest message refused no further (InfiniBand's 2^31; a bigger one would not fit the
+// 32-bit lengths of a scatter/gather list or a work completion). A device may allow less.
+inline constexpr std::size_t max_message_size = std::size_t{1} << 31;
+
 // One work request: what to post, from which registered memory.
 struct work_request {
     enum class kind : std::uint8_t { send, receive, write, read };
     kind what;
-    std::uint64_t address; // local buffer
-    std::uint32_t length;
-    std::uint32_t lkey;
+    std::span<const ibv_sge> buffers;
     std::uint64_t remote_address = 0; // write, read
     std::uint32_t rkey = 0;
 };
@@ -63,8 +68,13 @@ public:
         return executor_.get();
     }
 
-    // Posts `wr`; `h` completes with the work completion's status and byte count. A
-    // terminal cancellation through `h`'s slot puts the queue pair in error (see cancel).
+    // Why an operation of `what` on `buffers` buffers of `bytes` in all is refused before
+    // anything is posted (none: it may go), `registered` being whether each lies inside
+    // its region, `remote_length` the peer's buffer's (write, read).
+    error_code refusal(work_request::kind what, std::size_t buffers, std::size_t bytes, bool registered,
+                       std::uint32_t remote_length) const noexcept;
+    // Posts `wr` (not refused); `h` completes with the work completion's status and byte
+    // count. A terminal cancellation through `h`'s slot puts the queue pair in error (see cancel).
     void post(const work_request& wr, handler h);
     // Completes `h` with `ec` on `ex` (nothing to post it on).
     static void refuse(const executor_type& ex, handler h, error_code ec);
@@ -112,6 +122,10 @@ private:
     };
 
     qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res, std::chrono::nanoseconds poll_for);
+    // The scatter/gather entries one work request may have, as the queue pair was made.
+    struct buffer_limits {
+        std::uint32_t send = 0, receive = 0, read = 0; // (read: also the device's max_sge_rd)
+    };
     pass_result poll(const void* by, pass p); // on the strand of reader `by`
     // A pass woken by the channel (or asked for), on `by`'s strand; in polling mode it then
     // spins unless `by` spins already.
@@ -139,6 +153,7 @@ private:
     std::shared_ptr<cq_resources> resources_;
     const std::chrono::nanoseconds poll_for_;
     ibv_qp* qp_ = nullptr; // owned by the id: destroyed with it
+    buffer_limits limits_; // set before the queue pair is shared
     mutable std::mutex mutex_;
     bound_executor executor_; // may be freed on the destroyer thread
     std::shared_ptr<cq_reader> reader_;
