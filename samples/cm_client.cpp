@@ -1,26 +1,31 @@
 // cm_client ADDRESS PORT [MESSAGE]: an RDMA CM client written with co_await.
 //
 // Resolves, connects (with MESSAGE as private data) under a 5 s time-out — a timer that
-// cancels the connect — prints the server's reply, then disconnects.
+// cancels the connect — prints the server's reply, then disconnects. Its I/O objects have
+// use_awaitable for their default token (as_default_on): co_await without tokens.
 #include <rdmacm/rdmacm.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <iostream>
 #include <string>
 
 namespace asio = boost::asio;
 using asio::awaitable;
-using asio::use_awaitable;
 using namespace asio::experimental::awaitable_operators;
 using namespace std::chrono_literals;
 
 namespace {
+
+using awaitable_id = asio::use_awaitable_t<>::as_default_on_t<rdmacm::cm_id>;
+using awaitable_timer = asio::use_awaitable_t<>::as_default_on_t<asio::steady_timer>;
 
 std::string text(std::span<const std::byte> b) {
     std::string s(reinterpret_cast<const char*>(b.data()), b.size());
@@ -28,22 +33,24 @@ std::string text(std::span<const std::byte> b) {
 }
 
 awaitable<void> client(rdmacm::event_channel& channel, rdmacm::endpoint server, std::string message) {
-    rdmacm::cm_id id(channel);
+    awaitable_id id(channel);
     rdmacm::connect_options options;
     options.params.private_data = std::as_bytes(std::span(message));
     options.qp = rdmacm::rc_qp_init_attr();
 
-    asio::steady_timer timeout(co_await asio::this_coro::executor, 5s);
-    auto result =
-        co_await (rdmacm::async_connect(id, server, options, use_awaitable) || timeout.async_wait(use_awaitable));
+    awaitable_timer timeout(co_await asio::this_coro::executor, 5s);
+    // as_tuple: a refusal ends the race at once, with its error (`||` waits for a success).
+    auto result = co_await (rdmacm::async_connect(id, server, options, asio::as_tuple(asio::use_awaitable)) ||
+                            timeout.async_wait(asio::as_tuple(asio::use_awaitable)));
     if (result.index() == 1) {
         std::cout << "client: no connection within 5 s" << std::endl;
         co_return; // the connect was cancelled; closing the id cleans up
     }
-    auto& established = std::get<0>(result);
+    auto& [ec, established] = std::get<0>(result);
+    if (ec) throw boost::system::system_error(ec, "connect");
     std::cout << "client: " << rdmacm::to_string(established.type()) << " with " << id.remote_endpoint()
               << ", server says \"" << text(established.private_data()) << "\"" << std::endl;
-    co_await id.async_disconnect(use_awaitable);
+    co_await id.async_disconnect();
     std::cout << "client: DISCONNECTED" << std::endl;
 }
 

@@ -227,7 +227,8 @@ void on_strand_at(const pool_impl::executor_type& strand, boost::asio::io_contex
 // One listener served: accept, place, spawn; again until accepting fails.
 struct serve_loop {
     std::shared_ptr<pool_impl> pool;
-    listener& source;
+    // Not owned: the listening id's pending wait holds this loop, and closing the id ends it.
+    std::weak_ptr<id_impl> source;
     pool_impl::executor_type source_ex; // the listener may be gone when accepting fails
     // Shared with every coroutine it started: a lambda coroutine's captures live in the
     // function object, which must outlive the coroutine.
@@ -235,23 +236,30 @@ struct serve_loop {
     pool_impl::void_handler done;
 };
 
-void pool_impl::serve(listener& l, serve_function serve, void_handler handler) {
+void pool_impl::serve(const std::shared_ptr<id_impl>& source, const executor_type& ex, serve_function serve,
+                      void_handler handler) {
+    bool stopping;
     {
         std::lock_guard lock(mutex_);
-        if (!stopping_) listeners_.push_back(access::impl(l));
+        stopping = stopping_;
+        if (!stopping && source) listeners_.push_back(source);
     }
-    if (stopping_) {
-        post_to_handler(shared_from_this(), l.get_executor(), std::move(handler), error_code(errc::pool_stopped));
+    if (stopping || !source) {
+        post_to_handler(shared_from_this(), ex, std::move(handler),
+                        error_code(stopping ? errc::pool_stopped : errc::not_open));
         return;
     }
-    accept_next(std::make_shared<serve_loop>(serve_loop{shared_from_this(), l, l.get_executor(),
-                                                        std::make_shared<const serve_function>(std::move(serve)),
-                                                        std::move(handler)}));
+    accept_next(std::make_shared<serve_loop>(serve_loop{
+        shared_from_this(), source, ex, std::make_shared<const serve_function>(std::move(serve)), std::move(handler)}));
 }
 
 void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
-    auto& source = loop->source;
-    source.async_get_request([loop = std::move(loop)](error_code ec, connection_request request) mutable {
+    auto source = loop->source.lock();
+    if (!source) { // closed and destroyed since its last request: as if its wait had been aborted
+        dispatch_to_handler(std::move(loop->done), loop->source_ex, error_code(boost::asio::error::operation_aborted));
+        return;
+    }
+    auto next = [loop = std::move(loop)](error_code ec, connection_request request) mutable {
         if (ec) {
             dispatch_to_handler(std::move(loop->done), loop->source_ex, ec);
             return;
@@ -269,7 +277,8 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
         });
         auto pool = loop->pool;
         pool->accept_next(std::move(loop));
-    });
+    };
+    source->start(op_kind::request, id_impl::request_handler(std::move(next)), op_call{});
 }
 
 void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler) {

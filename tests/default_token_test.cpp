@@ -116,3 +116,42 @@ BOOST_FIXTURE_TEST_CASE(a_refused_connect_ends_a_race_with_a_timer_at_once, chan
                                             << " ms: " << ec.what());
     }());
 }
+
+// A shard pool serves a listener made with as_default_on: async_serve's default token is
+// the listener's (co_await without one). The operation holds the listening id, not the
+// object: moving the listener while it serves changes nothing; closing it ends the serve
+// with operation_aborted (thrown, as use_awaitable does).
+BOOST_FIXTURE_TEST_CASE(a_pool_serves_an_awaitable_listener_without_a_token, channel_fixture) {
+    shard_pool pool(1);
+    std::atomic<int> served{0};
+    run(ctx, [&]() -> awaitable<void> {
+        awaitable_listener first(*channel);
+        first.bind(device_endpoint());
+        first.listen();
+        const auto port = first.local_endpoint().port();
+        auto serving = [&]() -> awaitable<error_code> {
+            try {
+                co_await pool.async_serve(first, [&](connection c) -> awaitable<void> {
+                    auto attr = rc_qp_init_attr();
+                    c.id().create_qp(attr);
+                    co_await c.id().async_accept(conn_params{}, asio::use_awaitable);
+                    ++served;
+                    co_await c.id().async_next_event(asio::as_tuple(asio::use_awaitable)); // until the peer goes
+                });
+            } catch (const boost::system::system_error& e) {
+                co_return e.code();
+            }
+            co_return error_code{};
+        };
+        auto connecting = [&]() -> awaitable<void> {
+            awaitable_listener moved(std::move(first)); // the serve goes on
+            awaitable_id client(*channel);
+            auto ev = co_await async_connect(client, device_endpoint(port), with_qp());
+            BOOST_TEST(ev.type() == RDMA_CM_EVENT_ESTABLISHED);
+            moved.close();
+        };
+        auto ended = co_await (serving() && connecting());
+        BOOST_TEST((ended == asio::error::operation_aborted), ended.message());
+    }());
+    BOOST_TEST(served == 1);
+}

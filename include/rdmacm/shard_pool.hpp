@@ -98,23 +98,28 @@ public:
     ///
     /// @par Completion Signature
     /// `void(error_code)`: the error that ended accepting (operation_aborted when the
-    /// listener was closed or the pool stopped). Executor: the handler's, by default the
-    /// listener's. Lifetime: `l` must outlive the operation.
+    /// listener was closed or the pool stopped), errc::not_open (`l` closed already).
+    /// Executor: the handler's, by default the listener's; so is the default token (a
+    /// listener made with `as_default_on` gives its own). The operation holds the listening
+    /// id itself: `l`, the object, may be moved or go meanwhile (going, it closes the id).
     /// @par Per-Operation Cancellation
     /// None through the slot: close the listener (or stop the pool) to end it; requests not
     /// yet accepted are then rejected. Connections already served go on.
-    template <typename Serve, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
-                                  Token = boost::asio::default_completion_token_t<executor_type>>
-    auto async_serve(listener& l, Serve serve,
-                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+    template <typename ListenerExecutor, typename Serve,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<ListenerExecutor>>
+    auto async_serve(basic_listener<ListenerExecutor>& l, Serve serve,
+                     Token&& token = boost::asio::default_completion_token_t<ListenerExecutor>()) {
         // One line saying what is wrong, instead of std::function's many.
         constexpr bool callable = std::is_invocable_r_v<boost::asio::awaitable<void>, Serve&, connection>;
         static_assert(callable, "async_serve: `serve` must be callable as awaitable<void>(rdmacm::connection)");
         if constexpr (callable) {
+            const boost::asio::any_io_executor ex(l.get_executor());
             return detail::async_start<void(error_code)>(
-                l.get_executor(), std::forward<Token>(token),
-                [impl = impl_, &l, s = detail::pool_impl::serve_function(std::move(serve))](auto handler) mutable {
-                    impl->serve(l, std::move(s), std::move(handler));
+                ex, std::forward<Token>(token),
+                [impl = impl_, source = detail::access::impl(l), ex,
+                 s = detail::pool_impl::serve_function(std::move(serve))](auto handler) mutable {
+                    impl->serve(source, ex, std::move(s), std::move(handler));
                 });
         }
     }
