@@ -25,10 +25,9 @@ inline constexpr synchronous_t synchronous{};
 /// operations as Asio asynchronous operations (any completion token: callbacks,
 /// `use_awaitable`, `use_future`, `deferred`, `as_tuple`, ...).
 ///
-/// The operations every id has — `async_next_event`, `async_migrate` (to a channel), and
-/// `get_executor` — are documented on its base, detail::typed_id (a template base, whose
-/// members the reference does not list here); `cancel`, `close`, `native_handle` and the
-/// endpoints below, with the synchronous ones.
+/// The operations every id has — `async_next_event`, `async_migrate` (to a channel),
+/// `get_executor`, `cancel`, `close`, `native_handle`, the endpoints and the synchronous
+/// calls — come from its bases (detail::typed_id and below) and are listed with its own.
 ///
 /// **Handlers** never run inside the initiating call. They run on their associated
 /// executor, by default `get_executor()` (the channel's executor unless another was given);

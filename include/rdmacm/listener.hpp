@@ -46,8 +46,8 @@ private:
 /// (librdmacm's `rdma_get_request`). The requests' new ids live on the listener's channel and
 /// run their handlers on its executor; accept one with its id's `async_accept`.
 ///
-/// `async_next_event`, `async_migrate` and `get_executor`: see detail::typed_id (a template
-/// base, whose members the reference does not list here).
+/// `async_next_event`, `async_migrate`, `get_executor` and the rest every id has come from
+/// its bases (detail::typed_id and below) and are listed with its own.
 ///
 /// Thread safety: distinct objects safe; shared objects unsafe, except `cancel()` and
 /// `close()` from any thread. Closing the listener rejects the requests not yet taken.
