@@ -73,6 +73,9 @@ qp_impl::cq_resources::~cq_resources() {
 }
 
 std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options) {
+    if (options.max_send_sge == 0 || options.max_recv_sge == 0) // (every operation would be refused)
+        throw boost::system::system_error(make_error_code(boost::system::errc::invalid_argument),
+                                          "queue_pair_options: max_send_sge and max_recv_sge must be at least 1");
     if (!id || id->closed()) throw boost::system::system_error(errc::not_open);
     id_impl::call_guard guard(*id); // a close() meanwhile cannot destroy the id under us
     rdma_cm_id* cm = guard.id();

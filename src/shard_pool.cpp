@@ -255,8 +255,8 @@ void pool_impl::serve(const std::shared_ptr<id_impl>& source, const executor_typ
 
 void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
     auto source = loop->source.lock();
-    if (!source) { // closed and destroyed since its last request: as if its wait had been aborted
-        dispatch_to_handler(std::move(loop->done), loop->source_ex, error_code(boost::asio::error::operation_aborted));
+    if (!source) { // closed and destroyed since its last request: as a start on a closed id
+        dispatch_to_handler(std::move(loop->done), loop->source_ex, error_code(errc::not_open));
         return;
     }
     auto next = [loop = std::move(loop)](error_code ec, connection_request request) mutable {

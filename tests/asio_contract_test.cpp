@@ -20,9 +20,11 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <thread>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
@@ -31,30 +33,38 @@ using asio::use_awaitable;
 
 namespace {
 
-// What a handler saw, shared by its copies: exactly-once is checked on these counts.
+// What a handler saw, shared by its copies: exactly-once is checked on these counts. A
+// handler may run on another thread (a shard's): `ec` is written before `calls` counts it.
 struct handler_record {
-    int calls = 0;
-    bool inline_call = false;
-    bool on_strand = true;
+    std::atomic<int> calls{0};
+    std::atomic<bool> inline_call{false};
+    std::atomic<bool> on_strand{true};
     error_code ec;
 };
 
+// Set around an initiating call, on the thread that makes it.
+struct initiating_call {
+    std::atomic<bool> active{false};
+    const std::thread::id thread = std::this_thread::get_id();
+    bool here() const { return active && std::this_thread::get_id() == thread; }
+};
+
 // A handler (as Beast's exactly-once helper): records each call and the first argument, and
-// whether it ran inside the initiating call (`initiating` is set around it).
+// whether it ran inside the initiating call.
 struct recording_handler {
     std::shared_ptr<handler_record> record;
-    const bool* initiating;
+    const initiating_call* initiating;
     template <typename... Args>
     void operator()(error_code ec, Args&&...) const {
-        ++record->calls;
-        record->inline_call = record->inline_call || *initiating;
+        if (initiating->here()) record->inline_call = true;
         record->ec = ec;
+        ++record->calls;
     }
 };
 
-// An allocator that counts what it hands out and gets back.
+// An allocator that counts what it hands out and gets back (on any thread).
 struct allocation_count {
-    std::size_t allocations = 0, deallocations = 0;
+    std::atomic<std::size_t> allocations{0}, deallocations{0};
 };
 template <typename T>
 struct counting_allocator {
@@ -112,18 +122,21 @@ constexpr int contract_starts = 10;
 // Runs the contract over `start` for every token style. `start` takes a completion token and
 // returns what the initiating function returns; `complete()` makes the operation complete
 // (nothing for operations the kernel answers by itself); `expected` the error when it is not
-// cancelled.
+// cancelled. `ctx` is run while waiting: the objects' context, where the handlers of the
+// styles that name no executor run, unless the operation's executor is another's (a
+// shard's: `initiation_executor()` says which, just before the operation starts).
 template <typename Start, typename Complete>
 void check_contract(asio::io_context& ctx, const char* name, Start start, Complete complete, error_code expected,
-                    cancellation_contract cancel_contract) {
+                    cancellation_contract cancel_contract,
+                    std::function<asio::any_io_executor()> initiation_executor = {}) {
     BOOST_TEST_CONTEXT(name) {
-        bool initiating = false;
+        initiating_call initiating;
         auto run_one = [&](auto token, const char* style) -> std::shared_ptr<handler_record> {
             auto record = std::make_shared<handler_record>();
             BOOST_TEST_CONTEXT(style) {
-                initiating = true;
+                initiating.active = true;
                 start(token(recording_handler{record, &initiating}));
-                initiating = false;
+                initiating.active = false;
                 complete();
                 BOOST_TEST(run_until(
                     ctx, [&] { return record->calls > 0; }, 10s));
@@ -141,9 +154,9 @@ void check_contract(asio::io_context& ctx, const char* name, Start start, Comple
         {
             auto record = std::make_shared<handler_record>();
             auto op = start(asio::deferred);
-            initiating = true;
+            initiating.active = true;
             std::move(op)(recording_handler{record, &initiating});
-            initiating = false;
+            initiating.active = false;
             complete();
             BOOST_TEST_CONTEXT("deferred") {
                 BOOST_TEST(run_until(
@@ -178,9 +191,9 @@ void check_contract(asio::io_context& ctx, const char* name, Start start, Comple
         // use_future: the future gets the outcome (an error would be thrown by get()).
         // (as_tuple(use_future) does not compile on Boost 1.81: its use_future has no initiate.)
         {
-            initiating = true;
+            initiating.active = true;
             auto f = start(asio::use_future);
-            initiating = false;
+            initiating.active = false;
             complete();
             BOOST_TEST_CONTEXT("use_future") {
                 BOOST_TEST(run_until(
@@ -217,9 +230,9 @@ void check_contract(asio::io_context& ctx, const char* name, Start start, Comple
             BOOST_TEST_CONTEXT("cancellation type " << static_cast<int>(type)) {
                 asio::cancellation_signal signal;
                 auto record = std::make_shared<handler_record>();
-                initiating = true;
+                initiating.active = true;
                 start(asio::bind_cancellation_slot(signal.slot(), recording_handler{record, &initiating}));
-                initiating = false;
+                initiating.active = false;
                 signal.emit(type);
                 if (!aborts) complete();
                 BOOST_TEST(run_until(
@@ -236,11 +249,13 @@ void check_contract(asio::io_context& ctx, const char* name, Start start, Comple
             }
         }
 
-        // The initiation names the executor (every object here is on ctx's). Last: it
-        // starts nothing, while `start` may count the operations it started.
+        // The initiation names the executor. Last: it starts nothing, while `start` may
+        // count the operations it started.
+        asio::any_io_executor want =
+            initiation_executor ? initiation_executor() : asio::any_io_executor(ctx.get_executor());
         asio::any_io_executor seen;
         start(inspect_initiation{&seen});
-        BOOST_TEST((seen == asio::any_io_executor(ctx.get_executor())), "the initiation's get_executor()");
+        BOOST_TEST((seen == want), "the initiation's get_executor()");
     }
 }
 
@@ -453,4 +468,56 @@ BOOST_FIXTURE_TEST_CASE(receive_pool_receive, channel_fixture) {
     check_contract(
         ctx, "receive_pool::async_receive", [&](auto token) { return pool.async_receive(std::move(token)); },
         [&] { p.client_qp->async_send(cmr, cbuf, [](error_code, std::size_t) {}); }, {}, {true, true, true});
+}
+
+// A shard pool's operations: their handlers run on a shard's thread unless they name an
+// executor (a strand of the test's context here), and the contract holds across threads.
+// Each placement takes a request of its own (its client waits, never accepted); each move
+// takes one connection to the other shard; each rebalance moves it back; each serve ends
+// when its listener closes. No cancellation type ends one (their documentation).
+BOOST_FIXTURE_TEST_CASE(shard_pool_operations, channel_fixture) {
+    shard_pool pool(2);
+    auto l = make_listener(*channel);
+    std::deque<cm_id> clients;
+    std::deque<connection_request> requests;
+    run(ctx, [&]() -> awaitable<void> {
+        for (int i = 0; i <= contract_starts; ++i) {
+            async_connect(clients.emplace_back(*channel), l.local_endpoint(), with_qp(), [](error_code, cm_event) {});
+            requests.push_back(co_await l.async_get_request(use_awaitable));
+        }
+    }());
+    check_contract(
+        ctx, "shard_pool::async_place",
+        [&](auto token) {
+            auto r = std::move(requests.front());
+            requests.pop_front();
+            return pool.async_place(std::move(r), std::move(token));
+        },
+        [] {}, {}, {false, false, false}, [&] { return pool.get_executor(0); });
+
+    auto placing = pool.async_place(std::move(requests.front()), asio::use_future);
+    BOOST_REQUIRE(run_until( // (the move starts on the listener's context)
+        ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
+    const connection c = placing.get();
+    auto other_shard = [&] { return c.shard() == 0 ? std::size_t{1} : std::size_t{0}; };
+    check_contract(
+        ctx, "shard_pool::async_move", [&](auto token) { return pool.async_move(c, other_shard(), std::move(token)); },
+        [] {}, {}, {false, false, false}, [&] { return pool.get_executor(other_shard()); });
+    const rebalance_plan back_and_forth = [&](std::span<const connection_load>, std::size_t) {
+        return std::vector<planned_move>{{c.key(), c.shard(), other_shard()}};
+    };
+    check_contract(
+        ctx, "shard_pool::async_rebalance",
+        [&](auto token) { return pool.async_rebalance(back_and_forth, std::move(token)); }, [] {}, {},
+        {false, false, false}, [&] { return pool.get_executor(0); });
+
+    std::deque<listener> listeners;
+    check_contract(
+        ctx, "shard_pool::async_serve",
+        [&](auto token) {
+            return pool.async_serve(
+                listeners.emplace_back(make_listener(*channel)), [](connection) -> awaitable<void> { co_return; },
+                std::move(token));
+        },
+        [&] { listeners.back().close(); }, asio::error::operation_aborted, {false, false, false});
 }

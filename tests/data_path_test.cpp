@@ -131,10 +131,27 @@ BOOST_FIXTURE_TEST_CASE(scatter_gather_lists, channel_fixture) {
             BOOST_TEST((e == errc::too_many_buffers), e.message());
         }
 
-        // Refused before anything is posted; the queue pair goes on.
-        const std::vector<const_registered_buffer> too_many(33, buffer(hmr, std::span(header).first(1)));
-        auto [e1, n1] = co_await p.client_qp->async_send(too_many, asio::as_tuple(use_awaitable));
-        BOOST_TEST((e1 == errc::too_many_buffers), e1.message());
+        // Refused before anything is posted; the queue pair goes on. One more than the queue
+        // pair was made with (as the device reports it), and more than any operation takes.
+        ibv_qp_attr qp{};
+        ibv_qp_init_attr init{};
+        BOOST_REQUIRE(ibv_query_qp(p.client_qp->native_handle(), &qp, IBV_QP_CAP, &init) == 0);
+        for (std::size_t count : {std::size_t{qp.cap.max_send_sge} + 1, std::size_t{33}}) {
+            const std::vector<const_registered_buffer> too_many(count, buffer(hmr, std::span(header).first(1)));
+            auto [e1, n1] = co_await p.client_qp->async_send(too_many, asio::as_tuple(use_awaitable));
+            BOOST_TEST((e1 == errc::too_many_buffers), count << " buffers: " << e1.message());
+        }
+        const std::vector<mutable_registered_buffer> too_many_in(qp.cap.max_recv_sge + 1, buffer(hmr, header));
+        auto [e0, n0] = co_await p.client_qp->async_receive(too_many_in, asio::as_tuple(use_awaitable));
+        BOOST_TEST((e0 == errc::too_many_buffers), e0.message());
+        queue_pair_options no_entries;
+        no_entries.max_send_sge = 0;
+        try {
+            queue_pair refused(*p.client, no_entries);
+            BOOST_ERROR("a queue pair with max_send_sge 0 was made");
+        } catch (const boost::system::system_error& failed) {
+            BOOST_TEST((failed.code() == boost::system::errc::invalid_argument), failed.what());
+        }
         std::vector<std::byte> elsewhere(16);
         const std::array<const_registered_buffer, 2> unregistered{gather[0], buffer(hmr, std::span(elsewhere))};
         auto [e2, n2] = co_await p.client_qp->async_send(unregistered, asio::as_tuple(use_awaitable));

@@ -551,9 +551,11 @@ BOOST_AUTO_TEST_CASE(an_event_read_while_moving_is_delivered_once_on_the_new_exe
 // queue pair's old completion reader by a post to the old executor, which closes the id at
 // that moment and waits out its destroy (before the fix: a crash).
 BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
-    context_threads t(3); // 0: the server, 1: the client's old context, 2: its new one
+    // What the hook and the handlers use outlives the threads that may run them.
     std::atomic<cm_id*> moving{nullptr};
     std::atomic<bool> closed_in_hand_over{false}, destroys_waited_out{false};
+    std::promise<error_code> moved;
+    context_threads t(3); // 0: the server, 1: the client's old context, 2: its new one
     noting_executor old_ex(t[1].get_executor(), [&, new_thread = t.thread(2)] {
         cm_id* id = moving.load();
         if (!id || std::this_thread::get_id() != new_thread || closed_in_hand_over.exchange(true)) return;
@@ -569,7 +571,6 @@ BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
         connected.get();
         rdma_cm_id* raw = p.client->native_handle();
         moving = &*p.client; // from here, the first post to the old executor made on the new one
-        std::promise<error_code> moved;
         p.client->async_migrate(b, [&](error_code ec) { moved.set_value(ec); });
         auto done = moved.get_future();
         BOOST_REQUIRE_MESSAGE(done.wait_for(20s) == std::future_status::ready, "the move never completed");

@@ -25,10 +25,6 @@ inline constexpr std::chrono::nanoseconds busy_polling = std::chrono::nanosecond
 struct queue_pair_options {
     std::uint32_t max_send_wr = 64; ///< sends, writes and reads outstanding at once
     std::uint32_t max_recv_wr = 64; ///< receives posted at once
-    /// Buffers one send or RDMA write gathers from, or one RDMA read scatters into (the
-    /// read also within the device's `max_sge_rd`: siw's is 1); at most 32 are used.
-    std::uint32_t max_send_sge = 4;
-    std::uint32_t max_recv_sge = 4; ///< buffers one receive scatters into; at most 32 are used
     std::uint32_t max_inline_data = 0;
     ibv_pd* pd = nullptr; ///< nullptr: the device's default protection domain (librdmacm's)
     /// How long the context's thread goes on polling the completion queue after its last
@@ -52,6 +48,10 @@ struct queue_pair_options {
     /// polling context does not block between slices (the reactor is asked with a zero
     /// timeout); it returns as it would once no work is left.
     std::chrono::nanoseconds poll_for{0};
+    /// Buffers one send or RDMA write gathers from, or one RDMA read scatters into (the
+    /// read also within the device's `max_sge_rd`: siw's is 1); at least 1, at most 32 used.
+    std::uint32_t max_send_sge = 4;
+    std::uint32_t max_recv_sge = 4; ///< buffers one receive scatters into; at least 1, at most 32 used
 };
 
 /// A reliable-connected queue pair on a `cm_id` (`rdma_create_qp`), with one completion
@@ -148,7 +148,7 @@ public:
     /// `void(error_code, std::size_t)`: the work completion's status and the bytes sent;
     /// refused before anything is posted: errc::too_many_buffers (more than the queue
     /// pair's `max_send_sge`), errc::buffer_not_registered (a part not inside its region),
-    /// `std::errc::message_size` (2^31 bytes or more), errc::not_open; the post's errno (e.g.
+    /// `std::errc::message_size` (more than 2^31 bytes), errc::not_open; the post's errno (e.g.
     /// ENOMEM: more outstanding than `max_send_wr`).
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
@@ -234,33 +234,31 @@ public:
     }
 
 private:
-    // Checks the buffers here (a refusal completes like any operation, never inline), then
-    // posts them as one work request, its scatter/gather list on the stack.
+    // Posts the buffers as one work request, its scatter/gather list built on the stack in
+    // the same pass that checks them (a refusal completes like any operation, never inline).
     template <typename Buffer, typename Buffers, typename Token>
     auto start(detail::work_request::kind what, const Buffers& buffers, const remote_buffer& remote, Token&& token) {
-        std::size_t count = 0, bytes = 0;
-        bool registered = true;
-        detail::for_each_buffer<Buffer>(buffers, [&](const Buffer& b) {
-            ++count;
-            bytes += b.size();
-            registered = registered && b.registered();
-        });
-        const error_code refusal =
-            impl_ ? impl_->refusal(what, count, bytes, registered, remote.length) : error_code(errc::not_open);
-        boost::asio::any_io_executor ex = impl_ ? impl_->get_executor() : executor_;
+        auto impl = impl_; // (read once: a close() may take it away meanwhile)
+        boost::asio::any_io_executor ex = impl ? impl->get_executor() : executor_;
         return detail::async_start<void(error_code, std::size_t), detail::work_of_followers::by_object>(
-            ex, std::forward<Token>(token), [ex, impl = impl_, what, buffers, remote, refusal](auto handler) {
-                if (refusal) {
-                    detail::qp_impl::refuse(ex, std::move(handler), refusal);
-                    return;
-                }
-                std::array<ibv_sge, detail::max_buffers_per_operation> sges; // (count entries, checked above)
-                std::size_t n = 0;
+            ex, std::forward<Token>(token), [ex, impl = std::move(impl), what, buffers, remote](auto handler) {
+                std::array<ibv_sge, detail::max_buffers_per_operation> sges;
+                std::size_t n = 0, bytes = 0;
+                bool registered = true;
                 detail::for_each_buffer<Buffer>(buffers, [&](const Buffer& b) {
-                    sges[n++] = {reinterpret_cast<std::uintptr_t>(b.data()), static_cast<std::uint32_t>(b.size()),
-                                 b.lkey()};
+                    if (n < sges.size())
+                        sges[n] = {reinterpret_cast<std::uintptr_t>(b.data()), static_cast<std::uint32_t>(b.size()),
+                                   b.lkey()};
+                    ++n; // (beyond the array: refused, never posted)
+                    bytes += b.size();
+                    registered = registered && b.registered();
                 });
-                impl->post({what, std::span(sges).first(n), remote.address, remote.rkey}, std::move(handler));
+                const error_code refusal =
+                    impl ? impl->refusal(what, n, bytes, registered, remote.length) : error_code(errc::not_open);
+                if (refusal)
+                    detail::qp_impl::refuse(ex, std::move(handler), refusal);
+                else
+                    impl->post({what, std::span(sges).first(n), remote.address, remote.rkey}, std::move(handler));
             });
     }
 

@@ -66,13 +66,24 @@ private:
     bool registered_ = true;
 };
 
-/// `part` of `mr`, to receive or read into (not registered unless it lies inside `mr`).
+/// `part` of `mr`, to receive or read into (not registered unless it lies inside `mr`, or
+/// is empty).
 inline mutable_registered_buffer buffer(const memory_region& mr, std::span<std::byte> part) noexcept {
-    return {boost::asio::buffer(part.data(), part.size()), mr.lkey(), mr.contains(part)};
+    return {boost::asio::buffer(part.data(), part.size()), mr.lkey(), part.empty() || mr.contains(part)};
 }
-/// `part` of `mr`, to send or write from (not registered unless it lies inside `mr`).
+/// `part` of `mr`, to send or write from (not registered unless it lies inside `mr`, or is
+/// empty).
 inline const_registered_buffer buffer(const memory_region& mr, std::span<const std::byte> part) noexcept {
-    return {boost::asio::buffer(part.data(), part.size()), mr.lkey(), mr.contains(part)};
+    return {boost::asio::buffer(part.data(), part.size()), mr.lkey(), part.empty() || mr.contains(part)};
+}
+/// Any contiguous range of bytes (a vector, an array, ...) as a part of `mr`: mutable unless
+/// its bytes are const. (A span goes to the overloads above; anything else would convert
+/// to either.)
+template <typename Bytes>
+requires std::ranges::contiguous_range<Bytes> && std::ranges::sized_range<Bytes> &&
+    std::same_as<std::ranges::range_value_t<Bytes>, std::byte>
+auto buffer(const memory_region& mr, Bytes&& part) noexcept {
+    return buffer(mr, std::span(std::ranges::data(part), std::ranges::size(part)));
 }
 /// The whole of `mr`.
 inline mutable_registered_buffer buffer(const memory_region& mr) noexcept { return buffer(mr, mr.buffer()); }

@@ -98,10 +98,12 @@ public:
     ///
     /// @par Completion Signature
     /// `void(error_code)`: the error that ended accepting (operation_aborted when the
-    /// listener was closed or the pool stopped), errc::not_open (`l` closed already).
+    /// listener was closed or the pool stopped), errc::not_open (`l` closed, or moved from,
+    /// already; or closed between two requests).
     /// Executor: the handler's, by default the listener's; so is the default token (a
-    /// listener made with `as_default_on` gives its own). The operation holds the listening
-    /// id itself: `l`, the object, may be moved or go meanwhile (going, it closes the id).
+    /// listener made with `as_default_on` gives its own). The operation refers to the
+    /// listening id, not to `l`: the object may be moved meanwhile (or go, which closes the
+    /// id and ends the operation).
     /// @par Per-Operation Cancellation
     /// None through the slot: close the listener (or stop the pool) to end it; requests not
     /// yet accepted are then rejected. Connections already served go on.

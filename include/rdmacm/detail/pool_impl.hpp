@@ -68,7 +68,8 @@ public:
     std::shared_ptr<pooled_state> find(std::uint64_t key) const;
 
     void place(connection_request request, place_handler handler);
-    // Serves the requests of the listening id `source` (null: closed), whose executor is `ex`.
+    // Serves the requests of the listening id `source` (null: the listener was moved from),
+    // whose executor is `ex`.
     void serve(const std::shared_ptr<id_impl>& source, const executor_type& ex, serve_function serve,
                void_handler handler);
     void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler);
