@@ -82,7 +82,10 @@ public:
     // before it hands the socket to the queue pair): a first message arriving in between
     // stays unread in the server's TCP receive queue until more data comes. So until the
     // first echo has come, a client that waited a second for it sends a nudge — one byte,
-    // which the server drops — and siw reads what was stuck. Never needed on rxe.
+    // which the server drops — and siw reads what was stuck. InfiniBand and RoCE have no
+    // such race: there the nudge waits 10 s, longer than a loaded machine delays an echo
+    // (a 1 s wait nudged 2 of 91 sessions on rxe with two VMs and a CPU hog on 2 cores), so
+    // one sent there means a message was stuck.
     boost::asio::awaitable<void> round_trip(std::uint64_t n) {
         namespace asio = boost::asio;
         using namespace boost::asio::experimental::awaitable_operators;
@@ -97,7 +100,7 @@ public:
                 break;
             }
             // A receive from the pool that times out loses nothing: the echo waits for the next.
-            timer.expires_after(std::chrono::seconds(1));
+            timer.expires_after(nudge_after_);
             auto first = co_await (echoes_.async_receive(asio::as_tuple(asio::use_awaitable)) ||
                                    timer.async_wait(asio::as_tuple(asio::use_awaitable)));
             if (first.index() == 0) {
@@ -120,13 +123,17 @@ public:
 
 private:
     echo_peer(rdmacm::cm_id id, rdmacm::queue_pair qp, rdmacm::receive_pool echoes, std::size_t size)
-        : id_(std::move(id)), qp_(std::move(qp)), echoes_(std::move(echoes)), out_(size), out_mr_(qp_.pd(), out_) {}
+        : id_(std::move(id)), qp_(std::move(qp)), echoes_(std::move(echoes)), out_(size), out_mr_(qp_.pd(), out_),
+          nudge_after_(id_.native_handle()->verbs->device->transport_type == IBV_TRANSPORT_IWARP
+                           ? std::chrono::seconds(1)
+                           : std::chrono::seconds(10)) {}
 
     rdmacm::cm_id id_;
     rdmacm::queue_pair qp_;
     rdmacm::receive_pool echoes_;
     std::vector<std::byte> out_;
     rdmacm::memory_region out_mr_;
+    std::chrono::seconds nudge_after_;
     bool echoed_ = false;
     int nudges_ = 0;
     // The server keeps echo_depth receives posted: the message and the nudges must fit.

@@ -91,11 +91,11 @@ BOOST_FIXTURE_TEST_CASE(connections_churn_and_move_with_every_message_accounted_
     std::uint64_t next_session = 0;
     // siw's first-message race (README) is met by the echo client's nudge (echo_peer), no
     // session is exempt: every one must end with all its messages echoed. Nudged sessions
-    // are counted: none on rxe (the race is siw's; a nudge there would hide a fault of ours,
-    // e.g. a completion queue not re-armed — and our data path is the same code on both
-    // devices), few on siw: its rate grows with the host's load (measured with a CPU hog
-    // and a second VM beside it: 2 of 150, 3 of 218, 24 of 3,334 sessions; 43f8b79's
-    // binary, before the polling data path, alike), so the bound is 1 + 2 %.
+    // are counted: none on rxe (the race is siw's; a nudge there, after 10 s without the
+    // first echo, would hide a fault of ours, e.g. a completion queue not re-armed — and our
+    // data path is the same code on both devices), few on siw: its rate grows with the host's load (measured with a CPU
+    // hog and a second VM beside it: 2 of 150, 3 of 218, 24 of 3,334 sessions; 43f8b79's binary, before the polling
+    // data path, alike), so the bound is 1 + 2 %.
     std::uint64_t nudged = 0;
     auto session = [&](std::uint64_t me) -> awaitable<void> {
         std::shared_ptr<sample::echo_peer> peer = co_await sample::echo_peer::connect(*channel, server, 64);
