@@ -30,7 +30,11 @@ private:
     void shutdown() override {
         std::vector<std::shared_ptr<context_user>> users;
         {
-            std::lock_guard lock(state_->mutex);
+            std::unique_lock lock(state_->mutex);
+            // Calls into the context end first: they use parts the members are about to
+            // let go of. (Members stay registered meanwhile: one destroyed now leaves.)
+            state_->closing = true;
+            state_->calls_done.wait(lock, [&] { return state_->calls == 0; });
             state_->alive = false;
             for (auto* m : state_->members) {
                 m->context_shutdown();

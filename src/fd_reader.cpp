@@ -26,7 +26,7 @@ void fd_reader::start() {
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
     // Posted: never inside the caller, who may hold locks the reader takes.
-    boost::asio::post(*strand_, [self = shared_from_this()] {
+    run_on_reader([self = shared_from_this()] {
         self->wait();
         self->read();
     });

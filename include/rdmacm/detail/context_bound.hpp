@@ -6,6 +6,8 @@
 // parts from them (compiled in src/context_bound.cpp).
 #include <boost/asio/any_io_executor.hpp>
 
+#include <condition_variable>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -28,10 +30,15 @@ class context_bound {
 public:
     // An execution context's state, shared with its service: whether it lives, and what is
     // bound to it. Bound objects touch their Asio parts only under this mutex while the
-    // context lives.
+    // context lives — except for a call into the context (a post through the user's
+    // executor, which may run their code): made outside the mutex, with the parts it needs
+    // copied under it, and counted, so that the shutdown waits for it.
     struct state {
         std::mutex mutex;
-        bool alive = true;
+        std::condition_variable calls_done;
+        bool alive = true;     // its members hold their Asio parts
+        bool closing = false;  // its shutdown began: no call into it starts
+        std::size_t calls = 0; // calls into it in progress
         std::vector<context_bound*> members;
     };
     // The state of the context `ex` runs on (its service made on first use).

@@ -32,26 +32,23 @@ public:
         return executor_;
     }
 
-    // Runs f on the reader's strand, if the execution context still lives (false if not).
+    // Runs f on the reader's strand, unless the execution context is shutting down (false
+    // then).
     template <typename F>
     bool run_on_reader(F&& f) {
-        std::lock_guard lock(context_->mutex);
-        if (!context_->alive) return false;
-        boost::asio::post(*strand_, std::forward<F>(f));
+        auto call = call_into_context();
+        if (!call) return false;
+        boost::asio::post(call->strand(), std::forward<F>(f));
         return true;
     }
 
     // Runs f on the reader's strand, or here when the context is gone (nothing reads then).
     template <typename F>
     void run_on_reader_or_here(F f) {
-        {
-            std::lock_guard lock(context_->mutex);
-            if (context_->alive) {
-                boost::asio::post(*strand_, std::move(f));
-                return;
-            }
-        }
-        f();
+        if (auto call = call_into_context())
+            boost::asio::post(call->strand(), std::move(f));
+        else
+            f();
     }
 
     // Stops reading (on the strand): never closes the fd.
@@ -80,6 +77,36 @@ protected:
     void read();
 
 private:
+    // A post to the strand, made outside the state's mutex: the strand runs on the user's
+    // executor, which may call back into the library (a custom executor's execute() closing
+    // an id). Counted, so that the context's shutdown waits for it; its copy of the strand
+    // goes before the shutdown may go on.
+    class context_call {
+    public:
+        context_call(state& context, const boost::asio::strand<executor_type>& strand) // under its mutex
+            : context_(context), strand_(strand) {
+            ++context_.calls;
+        }
+        context_call(const context_call&) = delete;
+        context_call& operator=(const context_call&) = delete;
+        ~context_call() {
+            strand_.reset();
+            std::lock_guard lock(context_.mutex);
+            if (--context_.calls == 0) context_.calls_done.notify_all();
+        }
+        boost::asio::strand<executor_type>& strand() { return *strand_; }
+
+    private:
+        state& context_;
+        std::optional<boost::asio::strand<executor_type>> strand_;
+    };
+    // Empty once the context's shutdown began.
+    std::optional<context_call> call_into_context() {
+        std::lock_guard lock(context_->mutex);
+        if (context_->closing) return std::nullopt;
+        return std::optional<context_call>(std::in_place, *context_, *strand_);
+    }
+
     void wait();
 
     executor_type executor_;
