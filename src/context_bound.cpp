@@ -69,7 +69,8 @@ void bound_executor::set_user(std::weak_ptr<context_user> u) noexcept {
 void bound_executor::set_busy(bool busy) noexcept {
     std::lock_guard lock(state_->mutex);
     busy_ = busy;
-    // (Letting go of tracked work runs no user code: at most the context stops.)
+    // (Tracking work and letting go of it call the executor's work counting, no handler:
+    // at most the context stops.)
     work_ = busy && executor_ ? boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked)
                               : boost::asio::any_io_executor();
 }

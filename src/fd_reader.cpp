@@ -21,6 +21,10 @@ fd_reader::fd_reader(const executor_type& ex, int fd) : executor_(ex), strand_(e
 void fd_reader::start() {
     {
         std::lock_guard lock(context_->mutex);
+        if (!context_->alive) { // its shutdown came first: nothing runs there
+            context_shutdown();
+            return;
+        }
         context_->members.push_back(this);
         work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
     }

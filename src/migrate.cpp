@@ -103,8 +103,9 @@ void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
     }
     // A synchronous id has no channel of ours: the target's reader makes the call.
     auto reader = channel_ ? channel_ : migration_->target;
-    if (reader->try_run_exclusive([&] { migrate_now(lock, mode); })) return;
-    migrate_later(lock, mode);
+    std::function<void()> hand_on;
+    if (!reader->try_run_exclusive([&] { hand_on = migrate_now(lock, mode); })) return migrate_later(lock, mode);
+    if (hand_on) hand_on(); // out of the routing lock: it runs executors, maybe the user's
 }
 
 void id_impl::migrate_on_reader() {
@@ -141,10 +142,10 @@ void id_impl::end_migration(error_code ec, how mode) {
         finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
 }
 
-void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
+std::function<void()> id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     if (migration_->settled) { // abandoned by close()
         lock.unlock();
-        return;
+        return {};
     }
     auto target = migration_->target;
     error_code ec;
@@ -156,8 +157,7 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
         ec = errc::event_pending;
     if (ec) {
         lock.unlock();
-        end_migration(ec, mode);
-        return;
+        return [self = shared_from_this(), ec, mode] { self->end_migration(ec, mode); };
     }
     rdma_cm_id* id = id_;
     auto old_channel = channel_;
@@ -204,21 +204,27 @@ void id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
             });
     };
     auto data = data_path_;
+    const bool look = target && !ec && !pending_request_;
     release_if_idle(lock); // close() came meanwhile: the id goes now, wherever it is
     call_done_.notify_all();
-    if (ec && target) target->remove_owner(); // taken at the start, not needed now
-    if (!ec) {
-        // Events that moved with the id (F2) are not announced by the kernel: the reader
-        // reads them when any wait there (a look is cheaper than a read on the reader's
-        // strand, and most moves bring none). A request not yet accepted has none (F8):
-        // the usual move of a server's new connection does not even look.
-        if (target && !pending_request_ && has_queued_event(target->native())) target->kick();
-        if (old_channel) old_channel->remove_owner();
-    }
-    if (data) // its completions too (a std::function: copyable)
-        data->after_handed(old_executor, [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
-    else
-        boost::asio::post(old_executor, std::move(then));
+    // (Until finish_migration, the id's events are held, wherever they are routed: what
+    // follows needs no lock.)
+    return [ec, look, target = std::move(target), old_channel = std::move(old_channel), data = std::move(data),
+            old_executor = std::move(old_executor), then = std::make_shared<decltype(then)>(std::move(then))] {
+        if (ec && target) target->remove_owner(); // taken at the start, not needed now
+        if (!ec) {
+            // Events that moved with the id (F2) are not announced by the kernel: the reader
+            // reads them when any wait there (a look is cheaper than a read on the reader's
+            // strand, and most moves bring none). A request not yet accepted has none (F8):
+            // the usual move of a server's new connection does not even look.
+            if (look && has_queued_event(target->native())) target->kick();
+            if (old_channel) old_channel->remove_owner();
+        }
+        if (data) // its completions too
+            data->after_handed(old_executor, [then] { (*then)(); });
+        else
+            boost::asio::post(old_executor, [then] { (*then)(); });
+    };
 }
 
 // On the new executor (the old one if the migration failed), never inside an initiating

@@ -35,12 +35,12 @@ bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type&
 // Reads the completion channel on one execution context; polls for the queue pair.
 class qp_impl::cq_reader : public fd_reader {
 public:
+    // Not started yet: start() once no lock of ours is held (its first read is posted).
     static std::shared_ptr<cq_reader> create(const executor_type& ex, std::shared_ptr<cq_resources> res,
                                              std::weak_ptr<qp_impl> owner) {
-        std::shared_ptr<cq_reader> self(new cq_reader(ex, std::move(res), std::move(owner)));
-        self->start();
-        return self;
+        return std::shared_ptr<cq_reader>(new cq_reader(ex, std::move(res), std::move(owner)));
     }
+    using fd_reader::start;
     ~cq_reader() override { detach(); } // before the resources (and the fd) may go
 
     // Polling mode, on the strand: whether a chain of spin slices runs, and when it last
@@ -114,8 +114,12 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd)))};
     // From here the completion queue outlives the queue pair.
     if (!id->attach(self)) throw boost::system::system_error(errc::not_open); // closed meanwhile
-    std::lock_guard lock(self->mutex_);                                       // its first poll must find it in place
-    self->reader_ = cq_reader::create(self->executor_.get(), self->resources_, self);
+    auto reader = cq_reader::create(self->executor_.get(), self->resources_, self);
+    {
+        std::lock_guard lock(self->mutex_); // its first poll must find it in place
+        self->reader_ = reader;
+    }
+    reader->start();
     return self;
 }
 
@@ -278,6 +282,7 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
     std::vector<completion> done;
     executor_type ex;
     pass_result result{};
+    std::shared_ptr<cq_reader> wake; // to hand over what this pass held
     {
         std::lock_guard poll_lock(res.poll_mutex);
         done.swap(polled_); // its storage is reused: no allocation per wake-up
@@ -329,7 +334,7 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
             // Held while the id moves. A reader the completion channel has left hands over
             // nothing itself: the current reader does, in order (woken here).
             held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
-            if (!moving_ && reader_ && !done.empty()) wake_later(reader_);
+            if (!moving_ && reader_ && !done.empty()) wake = reader_;
             done.clear();
         } else {
             if (!held_.empty()) { // older than these
@@ -339,6 +344,7 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
             if (!done.empty()) ex = executor_.get(); // (a polling pass mostly finds nothing)
         }
     }
+    if (wake) wake_later(wake); // (posted out of our locks: the strand runs on the user's executor)
     if (!done.empty()) hand_over(done, ex);
     done.clear();
     std::lock_guard poll_lock(res.poll_mutex);
@@ -444,6 +450,7 @@ void qp_impl::end_move(const executor_type& ex) {
         current = reader_;
         held = !held_.empty();
     }
+    if (old) current->start(); // made here: its first read, now that no lock is held
     // Completions held while moving are handed over by the current reader, before any it
     // polls from now (never from here: a poll deciding meanwhile could hand over newer
     // ones first).
@@ -506,33 +513,5 @@ void qp_impl::close() noexcept {
 }
 
 } // namespace detail
-
-memory_region::memory_region(ibv_pd* pd, std::span<std::byte> buffer, int access)
-    : mr_(ibv_reg_mr(pd, buffer.data(), buffer.size(), access)), buffer_(buffer) {
-    if (!mr_) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_reg_mr"));
-    lkey_ = mr_->lkey;
-    rkey_ = mr_->rkey;
-}
-
-memory_region::memory_region(memory_region&& other) noexcept
-    : mr_(std::exchange(other.mr_, nullptr)), buffer_(std::exchange(other.buffer_, {})),
-      lkey_(std::exchange(other.lkey_, 0)), rkey_(std::exchange(other.rkey_, 0)) {}
-
-memory_region& memory_region::operator=(memory_region&& other) noexcept {
-    if (this != &other) {
-        reset();
-        mr_ = std::exchange(other.mr_, nullptr);
-        buffer_ = std::exchange(other.buffer_, {});
-        lkey_ = std::exchange(other.lkey_, 0);
-        rkey_ = std::exchange(other.rkey_, 0);
-    }
-    return *this;
-}
-
-void memory_region::reset() noexcept {
-    if (mr_) ibv_dereg_mr(std::exchange(mr_, nullptr));
-}
-
-memory_region::~memory_region() { reset(); }
 
 } // namespace rdmacm

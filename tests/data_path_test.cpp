@@ -166,6 +166,61 @@ BOOST_FIXTURE_TEST_CASE(scatter_gather_lists, channel_fixture) {
     }());
 }
 
+// Asio's registration vocabulary: the buffers of a sequence registered together, a
+// registered buffer's first n bytes (buffer(b, n)) and its tail (b + n) as parts of one
+// message, and its description for a peer's RDMA write. A registration that fails part way
+// (a buffer the kernel cannot pin) throws naming the call, and takes back what it had
+// registered: the protection domain is free again (deallocating it fails with EBUSY while
+// a region is registered with it).
+BOOST_FIXTURE_TEST_CASE(buffers_registered_together, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        std::vector<std::byte> header(64), body(4096), in(4096);
+        const auto out = register_buffers(p.client_qp->pd(), std::vector{asio::buffer(header), asio::buffer(body)});
+        const auto at_server = register_buffers(p.server_qp->pd(), asio::buffer(in), rw_access);
+        BOOST_REQUIRE(out.size() == 2);
+        BOOST_REQUIRE(at_server.size() == 1);
+        BOOST_TEST(out[0].data() == header.data());
+        BOOST_TEST(out[1].size() == body.size());
+        BOOST_TEST(out[1].lkey() == out.region(1).lkey());
+        BOOST_TEST(std::distance(out.begin(), out.end()) == 2);
+        const std::string_view h = "header:", b = "the body";
+        std::memcpy(header.data(), h.data(), h.size());
+        std::memcpy(body.data() + 16, b.data(), b.size());
+        const std::array<const_registered_buffer, 2> message{buffer(out[0], h.size()), buffer(out[1] + 16, b.size())};
+        auto [got, sent] = co_await (p.server_qp->async_receive(at_server[0] + 100, use_awaitable) &&
+                                     p.client_qp->async_send(message, use_awaitable));
+        BOOST_TEST(sent == h.size() + b.size());
+        BOOST_TEST(got == sent);
+        BOOST_TEST(text_of(std::span(in).subspan(100, got)) == "header:the body");
+        co_await p.client_qp->async_rdma_write(message, to_remote(at_server[0] + 1024), use_awaitable);
+        BOOST_TEST(text_of(std::span(in).subspan(1024, sent)) == "header:the body");
+        // And reads it back by the description of a const part (its keys kept).
+        const const_registered_buffer written = buffer(at_server[0] + 1024, sent);
+        BOOST_TEST(written.rkey() == at_server.region(0).rkey());
+        co_await p.client_qp->async_rdma_read(buffer(out[1] + 1024, sent), to_remote(written), use_awaitable);
+        BOOST_TEST(text_of(std::span(body).subspan(1024, sent)) == "header:the body");
+        // Past the end: empty, as Asio's buffers.
+        BOOST_TEST((out[0] + 100).size() == 0);
+        BOOST_TEST(buffer(out[0], 1000).size() == header.size());
+
+        std::unique_ptr<ibv_pd, int (*)(ibv_pd*)> pd(ibv_alloc_pd(p.client->native_handle()->verbs), ibv_dealloc_pd);
+        BOOST_REQUIRE(pd);
+        const std::array<asio::mutable_buffer, 2> sequence{asio::buffer(header),
+                                                           asio::mutable_buffer(reinterpret_cast<void*>(4096), 4096)};
+        try {
+            register_buffers(pd.get(), sequence);
+            BOOST_ERROR("a buffer at an unmapped address was registered");
+        } catch (const boost::system::system_error& e) {
+            BOOST_TEST((e.code() == std::errc::bad_address), e.what());
+            BOOST_TEST(std::string(e.code().location().function_name()) == "ibv_reg_mr");
+        }
+        BOOST_TEST(ibv_dealloc_pd(pd.release()) == 0);
+    }());
+}
+
 // The one-call connect with a data path: the queue pair and receive pool it yields carry
 // the first message (the pool's receives posted before the peer could send), and the
 // accept's private data comes with the ESTABLISHED event. On rxe the server speaks first,

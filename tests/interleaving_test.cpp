@@ -545,36 +545,39 @@ BOOST_AUTO_TEST_CASE(an_event_read_while_moving_is_delivered_once_on_the_new_exe
     t.stop();
 }
 
-// Found by churn_test under ASan (246ba6c): a close() whose destroy ran while the end of a
-// move handed the id's queue pair over to the new executor; the move's last step then saw
-// the id's data path gone and ended the move of a null one. Forced: the hand-over stops the
-// queue pair's old completion reader by a post to the old executor, which closes the id at
-// that moment and waits out its destroy (before the fix: a crash).
-BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
+// A user's executor may call back into the library from execute(): here it closes the id
+// inside the first post made on `side`'s context thread once a move of an established
+// connection (with its queue pair) started, and waits out the destroy. The move completes,
+// the id is destroyed once, nothing is held.
+namespace {
+enum class side { old_context, new_context };
+void close_inside_a_post_of_a_move(side hooked) {
     // What the hook and the handlers use outlives the threads that may run them.
     std::atomic<cm_id*> moving{nullptr};
     std::atomic<bool> closed_in_hand_over{false}, destroys_waited_out{false};
     std::promise<error_code> moved;
     context_threads t(3); // 0: the server, 1: the client's old context, 2: its new one
-    noting_executor old_ex(t[1].get_executor(), [&, new_thread = t.thread(2)] {
+    noting_executor hooked_ex(t[hooked == side::old_context ? 1 : 2].get_executor(), [&, new_thread = t.thread(2)] {
         cm_id* id = moving.load();
         if (!id || std::this_thread::get_id() != new_thread || closed_in_hand_over.exchange(true)) return;
         id->close();
         destroys_waited_out = wait_out_destroys(10s);
     });
     {
-        event_channel server_channel(t[0]), a(old_ex), b(t[2]);
+        event_channel server_channel(t[0]);
+        event_channel a = hooked == side::old_context ? event_channel(hooked_ex) : event_channel(t[1]);
+        event_channel b = hooked == side::new_context ? event_channel(hooked_ex) : event_channel(t[2]);
         auto l = make_listener(server_channel);
         connection_pair p;
         auto connected = asio::co_spawn(t[0], connect_pair(l, a, p), asio::use_future);
         BOOST_REQUIRE(connected.wait_for(10s) == std::future_status::ready);
         connected.get();
         rdma_cm_id* raw = p.client->native_handle();
-        moving = &*p.client; // from here, the first post to the old executor made on the new one
+        moving = &*p.client; // from here, the first post to the hooked executor made on the new thread
         p.client->async_migrate(b, [&](error_code ec) { moved.set_value(ec); });
         auto done = moved.get_future();
         BOOST_REQUIRE_MESSAGE(done.wait_for(20s) == std::future_status::ready, "the move never completed");
-        BOOST_REQUIRE_MESSAGE(closed_in_hand_over.load(), "the move's end posted nothing to the old executor");
+        BOOST_REQUIRE_MESSAGE(closed_in_hand_over.load(), "the move's end posted nothing to the hooked executor");
         const error_code ec = done.get();
         BOOST_TEST(!ec, "closed before the move was made: " << ec.message());
         BOOST_TEST(destroys_waited_out.load(), "the id's destroy did not run while its move ended");
@@ -583,3 +586,20 @@ BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
     }
     t.stop();
 }
+} // namespace
+
+// Found by churn_test under ASan (246ba6c): a close() whose destroy ran while the end of a
+// move handed the id's queue pair over to the new executor; the move's last step then saw
+// the id's data path gone and ended the move of a null one. Forced: the hand-over stops the
+// queue pair's old completion reader by a post to the old executor, which closes the id at
+// that moment (before the fix: a crash). Under TSan it also showed that post made under the
+// old context's state mutex (a lock-order inversion with the id's and the queue pair's
+// mutexes, 458c6cd).
+BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
+    close_inside_a_post_of_a_move(side::old_context);
+}
+
+// The end of the move starts the queue pair's completion reader on the new context: its
+// first read, posted to the new executor, closes the id. Made under the queue pair's lock,
+// that post deadlocked the thread on it (the close takes it too).
+BOOST_AUTO_TEST_CASE(a_close_inside_the_new_reader_s_first_post) { close_inside_a_post_of_a_move(side::new_context); }

@@ -5,6 +5,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -50,9 +51,18 @@ struct remote_buffer {
     std::uint32_t length = 0;
 };
 
-/// The description of `part` of `mr` a peer needs to write or read it.
+namespace detail {
+// (A length beyond what one work request moves, 2^31 bytes, is cut to what a peer can name.)
+inline remote_buffer remote_of(const void* data, std::size_t size, std::uint32_t rkey) noexcept {
+    return {reinterpret_cast<std::uintptr_t>(data), rkey,
+            static_cast<std::uint32_t>(std::min<std::size_t>(size, UINT32_MAX))};
+}
+} // namespace detail
+
+/// The description of `part` of `mr` a peer needs to write or read it (its access flags
+/// must allow that: IBV_ACCESS_REMOTE_WRITE / _READ).
 inline remote_buffer to_remote(const memory_region& mr, std::span<const std::byte> part) noexcept {
-    return {reinterpret_cast<std::uintptr_t>(part.data()), mr.rkey(), static_cast<std::uint32_t>(part.size())};
+    return detail::remote_of(part.data(), part.size(), mr.rkey());
 }
 
 } // namespace rdmacm

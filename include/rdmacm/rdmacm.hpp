@@ -1,6 +1,7 @@
 #pragma once
 /// @file
 /// All of asio-rdmacm.
+#include "rdmacm/buffer_registration.hpp"
 #include "rdmacm/cm_id.hpp"
 #include "rdmacm/conn_params.hpp"
 #include "rdmacm/connection.hpp"

@@ -30,15 +30,26 @@ public:
     std::size_t size() const noexcept { return buffer_.size(); }
     /// The region's local key (`ibv_sge::lkey`).
     std::uint32_t lkey() const noexcept { return lkey_; }
+    /// The region's remote key: what a peer's RDMA write or read of it names (`to_remote`).
+    std::uint32_t rkey() const noexcept { return rkey_; }
     bool registered() const noexcept { return registered_; }
+
+    /// Starts `n` bytes later (at most at its end), as Asio's buffers do.
+    mutable_registered_buffer& operator+=(std::size_t n) noexcept {
+        buffer_ += n;
+        return *this;
+    }
 
 private:
     friend mutable_registered_buffer buffer(const memory_region& mr, std::span<std::byte> part) noexcept;
-    mutable_registered_buffer(boost::asio::mutable_buffer b, std::uint32_t lkey, bool registered) noexcept
-        : buffer_(b), lkey_(lkey), registered_(registered) {}
+    friend mutable_registered_buffer buffer(const mutable_registered_buffer& b, std::size_t max_size) noexcept;
+    mutable_registered_buffer(boost::asio::mutable_buffer b, const mutable_registered_buffer& keys) noexcept
+        : buffer_(b), lkey_(keys.lkey_), rkey_(keys.rkey_), registered_(keys.registered_) {}
+    mutable_registered_buffer(boost::asio::mutable_buffer b, const memory_region& mr, bool registered) noexcept
+        : buffer_(b), lkey_(mr.lkey()), rkey_(mr.rkey()), registered_(registered) {}
 
     boost::asio::mutable_buffer buffer_;
-    std::uint32_t lkey_ = 0;
+    std::uint32_t lkey_ = 0, rkey_ = 0;
     bool registered_ = true;
 };
 
@@ -48,33 +59,42 @@ class const_registered_buffer {
 public:
     const_registered_buffer() noexcept = default;
     const_registered_buffer(const mutable_registered_buffer& b) noexcept // NOLINT(google-explicit-constructor)
-        : buffer_(b.buffer()), lkey_(b.lkey()), registered_(b.registered()) {}
+        : buffer_(b.buffer()), lkey_(b.lkey()), rkey_(b.rkey()), registered_(b.registered()) {}
 
     boost::asio::const_buffer buffer() const noexcept { return buffer_; }
     const void* data() const noexcept { return buffer_.data(); }
     std::size_t size() const noexcept { return buffer_.size(); }
     std::uint32_t lkey() const noexcept { return lkey_; }
+    std::uint32_t rkey() const noexcept { return rkey_; }
     bool registered() const noexcept { return registered_; }
+
+    const_registered_buffer& operator+=(std::size_t n) noexcept {
+        buffer_ += n;
+        return *this;
+    }
 
 private:
     friend const_registered_buffer buffer(const memory_region& mr, std::span<const std::byte> part) noexcept;
-    const_registered_buffer(boost::asio::const_buffer b, std::uint32_t lkey, bool registered) noexcept
-        : buffer_(b), lkey_(lkey), registered_(registered) {}
+    friend const_registered_buffer buffer(const const_registered_buffer& b, std::size_t max_size) noexcept;
+    const_registered_buffer(boost::asio::const_buffer b, const const_registered_buffer& keys) noexcept
+        : buffer_(b), lkey_(keys.lkey_), rkey_(keys.rkey_), registered_(keys.registered_) {}
+    const_registered_buffer(boost::asio::const_buffer b, const memory_region& mr, bool registered) noexcept
+        : buffer_(b), lkey_(mr.lkey()), rkey_(mr.rkey()), registered_(registered) {}
 
     boost::asio::const_buffer buffer_;
-    std::uint32_t lkey_ = 0;
+    std::uint32_t lkey_ = 0, rkey_ = 0;
     bool registered_ = true;
 };
 
 /// `part` of `mr`, to receive or read into (not registered unless it lies inside `mr`, or
 /// is empty).
 inline mutable_registered_buffer buffer(const memory_region& mr, std::span<std::byte> part) noexcept {
-    return {boost::asio::buffer(part.data(), part.size()), mr.lkey(), part.empty() || mr.contains(part)};
+    return {boost::asio::buffer(part.data(), part.size()), mr, part.empty() || mr.contains(part)};
 }
 /// `part` of `mr`, to send or write from (not registered unless it lies inside `mr`, or is
 /// empty).
 inline const_registered_buffer buffer(const memory_region& mr, std::span<const std::byte> part) noexcept {
-    return {boost::asio::buffer(part.data(), part.size()), mr.lkey(), part.empty() || mr.contains(part)};
+    return {boost::asio::buffer(part.data(), part.size()), mr, part.empty() || mr.contains(part)};
 }
 /// Any contiguous range of bytes (a vector, an array, ...) as a part of `mr`: mutable unless
 /// its bytes are const. (A span goes to the overloads above; anything else would convert
@@ -87,6 +107,25 @@ auto buffer(const memory_region& mr, Bytes&& part) noexcept {
 }
 /// The whole of `mr`.
 inline mutable_registered_buffer buffer(const memory_region& mr) noexcept { return buffer(mr, mr.buffer()); }
+
+/// The first `max_size` bytes of `b` (all of it if shorter), as Asio's `buffer(b, n)`.
+inline mutable_registered_buffer buffer(const mutable_registered_buffer& b, std::size_t max_size) noexcept {
+    return {boost::asio::buffer(b.buffer(), max_size), b};
+}
+inline const_registered_buffer buffer(const const_registered_buffer& b, std::size_t max_size) noexcept {
+    return {boost::asio::buffer(b.buffer(), max_size), b};
+}
+/// `b` without its first `n` bytes (empty if shorter), as Asio's `b + n`.
+inline mutable_registered_buffer operator+(mutable_registered_buffer b, std::size_t n) noexcept { return b += n; }
+inline mutable_registered_buffer operator+(std::size_t n, mutable_registered_buffer b) noexcept { return b += n; }
+inline const_registered_buffer operator+(const_registered_buffer b, std::size_t n) noexcept { return b += n; }
+inline const_registered_buffer operator+(std::size_t n, const_registered_buffer b) noexcept { return b += n; }
+
+/// The description of `b` a peer needs to write or read it (its region's access flags must
+/// allow that: IBV_ACCESS_REMOTE_WRITE / _READ).
+inline remote_buffer to_remote(const const_registered_buffer& b) noexcept {
+    return detail::remote_of(b.data(), b.size(), b.rkey());
+}
 
 /// One registered buffer (`Buffer`: `const_registered_buffer` or
 /// `mutable_registered_buffer`), or a range of them (e.g. `std::array`, `std::vector`): a

@@ -196,7 +196,9 @@ private:
     void migrate_later(std::unique_lock<std::mutex>& lock, how mode);
     // Makes the migrate call (lock held on entry, released on return); `mode` says whether
     // this runs inside the initiating call (post: the migration then ends from a post).
-    void migrate_now(std::unique_lock<std::mutex>& lock, how mode);
+    // Returns what hands the id on (posts, maybe to a user's executor), for the caller to
+    // run once it has let go of the routing lock.
+    std::function<void()> migrate_now(std::unique_lock<std::mutex>& lock, how mode);
     // Ends a migration that failed or was abandoned before its call, unless it is
     // settled already: at once, or (post) from the old executor, never inside the
     // initiating call.
