@@ -25,6 +25,7 @@ void fd_reader::start() {
             context_shutdown();
             return;
         }
+        if (stop_asked_) return; // stopped before it started (a close, a move): nothing to read
         context_->members.push_back(this);
         work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
     }

@@ -161,6 +161,7 @@ std::function<void()> id_impl::migrate_now(std::unique_lock<std::mutex>& lock, h
     }
     rdma_cm_id* id = id_;
     auto old_channel = channel_;
+    bool kick_old = false; // the event it took along is back there: read it
     auto old_executor = migration_->old_executor;
     auto target_executor = migration_->target_executor;
     in_migrate_call_ = true;
@@ -177,7 +178,7 @@ std::function<void()> id_impl::migrate_now(std::unique_lock<std::mutex>& lock, h
         // An event moved to the private channel with the id: back where it was, with it.
         if (rdma_migrate_id(id, old_channel->native()) == 0) {
             ec = errc::event_pending;
-            old_channel->kick();
+            kick_old = true;
         } // else synchronous after all: its blocking calls refuse while the event waits
     }
     lock.lock();
@@ -209,22 +210,24 @@ std::function<void()> id_impl::migrate_now(std::unique_lock<std::mutex>& lock, h
     call_done_.notify_all();
     // (Until finish_migration, the id's events are held, wherever they are routed: what
     // follows needs no lock.)
-    return [ec, look, target = std::move(target), old_channel = std::move(old_channel), data = std::move(data),
-            old_executor = std::move(old_executor), then = std::make_shared<decltype(then)>(std::move(then))] {
-        if (ec && target) target->remove_owner(); // taken at the start, not needed now
-        if (!ec) {
-            // Events that moved with the id (F2) are not announced by the kernel: the reader
-            // reads them when any wait there (a look is cheaper than a read on the reader's
-            // strand, and most moves bring none). A request not yet accepted has none (F8):
-            // the usual move of a server's new connection does not even look.
-            if (look && has_queued_event(target->native())) target->kick();
-            if (old_channel) old_channel->remove_owner();
-        }
-        if (data) // its completions too
-            data->after_handed(old_executor, [then] { (*then)(); });
-        else
-            boost::asio::post(old_executor, [then] { (*then)(); });
-    };
+    return
+        [ec, look, kick_old, target = std::move(target), old_channel = std::move(old_channel), data = std::move(data),
+         old_executor = std::move(old_executor), then = std::make_shared<decltype(then)>(std::move(then))] {
+            if (kick_old) old_channel->kick();
+            if (ec && target) target->remove_owner(); // taken at the start, not needed now
+            if (!ec) {
+                // Events that moved with the id (F2) are not announced by the kernel: the reader
+                // reads them when any wait there (a look is cheaper than a read on the reader's
+                // strand, and most moves bring none). A request not yet accepted has none (F8):
+                // the usual move of a server's new connection does not even look.
+                if (look && has_queued_event(target->native())) target->kick();
+                if (old_channel) old_channel->remove_owner();
+            }
+            if (data) // its completions too
+                data->after_handed(old_executor, [then] { (*then)(); });
+            else
+                boost::asio::post(old_executor, [then] { (*then)(); });
+        };
 }
 
 // On the new executor (the old one if the migration failed), never inside an initiating

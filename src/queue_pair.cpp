@@ -114,12 +114,14 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd)))};
     // From here the completion queue outlives the queue pair.
     if (!id->attach(self)) throw boost::system::system_error(errc::not_open); // closed meanwhile
-    auto reader = cq_reader::create(self->executor_.get(), self->resources_, self);
+    std::shared_ptr<cq_reader> reader;
     {
-        std::lock_guard lock(self->mutex_); // its first poll must find it in place
-        self->reader_ = reader;
+        // Made on the executor it has now (a move may end meanwhile), in place before its
+        // first poll.
+        std::lock_guard lock(self->mutex_);
+        reader = self->reader_ = cq_reader::create(self->executor_.get(), self->resources_, self);
     }
-    reader->start();
+    reader->start(); // (refused if a close or a move stopped it meanwhile)
     return self;
 }
 

@@ -51,8 +51,12 @@ public:
             f();
     }
 
-    // Stops reading (on the strand): never closes the fd.
+    // Stops reading (on the strand): never closes the fd. A start() from then on is refused.
     void stop_later() {
+        {
+            std::lock_guard lock(context_->mutex);
+            stop_asked_ = true;
+        }
         run_on_reader([self = shared_from_this()] { self->stop(); });
     }
 
@@ -117,7 +121,8 @@ private:
     std::optional<boost::asio::strand<executor_type>> strand_;
     std::optional<boost::asio::posix::basic_stream_descriptor<executor_type>> descriptor_;
     std::shared_ptr<state> context_;
-    bool stopped_ = false; // on the strand
+    bool stopped_ = false;    // on the strand
+    bool stop_asked_ = false; // under the context's mutex: a later start() would race the stop
 };
 
 } // namespace rdmacm::detail
