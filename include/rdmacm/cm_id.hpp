@@ -117,7 +117,8 @@ public:
     ///
     /// @par Completion Signature
     /// `void(error_code)`. Errors: errc::route_error, the call's errno (location
-    /// "rdma_resolve_route"), and as for async_resolve_address.
+    /// "rdma_resolve_route"), and as for async_resolve_address. Executor: the handler's,
+    /// by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).
@@ -158,7 +159,8 @@ public:
     /// the connection is ESTABLISHED. Create the queue pair first.
     ///
     /// @par Completion Signature
-    /// `void(error_code, cm_event)`; errors as for async_connect.
+    /// `void(error_code, cm_event)`; errors as for async_connect (location "rdma_accept").
+    /// Executor: the handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).
@@ -178,6 +180,7 @@ public:
     /// @par Completion Signature
     /// `void(error_code)`. Errors: the call's errno (location "rdma_disconnect"),
     /// errc::device_removed, errc::not_open, errc::operation_in_progress, operation_aborted.
+    /// Executor: the handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).
@@ -202,9 +205,12 @@ public:
     /// the move, and the move undone. Already synchronous: completes at once.
     /// The blocking calls (`resolve_address`, `connect`, ...) are detail::cm_id_base's.
     ///
-    /// Signature: `void(error_code)`. Errors: errc::event_pending, the call's errno
-    /// (location "rdma_migrate_id"), and those of the other async_migrate. Executor: the
-    /// id's (which stays). Cancellation: none.
+    /// @par Completion Signature
+    /// `void(error_code)`. Errors: errc::event_pending, the call's errno (location
+    /// "rdma_migrate_id"), and those of the other async_migrate. Executor: the handler's,
+    /// by default the id's (which stays).
+    /// @par Per-Operation Cancellation
+    /// None: a cancellation request is ignored (as for the other async_migrate).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_migrate(synchronous_t, Token&& token = boost::asio::default_completion_token_t<executor_type>()) {

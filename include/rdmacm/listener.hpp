@@ -87,7 +87,8 @@ public:
     ///
     /// @par Completion Signature
     /// `void(error_code, connection_request)`. Errors: errc::not_open,
-    /// errc::operation_in_progress, operation_aborted.
+    /// errc::operation_in_progress, operation_aborted. Executor: the handler's, by default
+    /// `get_executor()`; the request's id is on the listener's channel until moved.
     /// @par Per-Operation Cancellation
     /// terminal, partial, total: the wait ends with operation_aborted; no request is lost
     /// (a later wait gets it).

@@ -149,7 +149,8 @@ public:
     /// refused before anything is posted: errc::too_many_buffers (more than the queue
     /// pair's `max_send_sge`), errc::buffer_not_registered (a part not inside its region),
     /// `std::errc::message_size` (more than 2^31 bytes), errc::not_open; the post's errno (e.g.
-    /// ENOMEM: more outstanding than `max_send_wr`).
+    /// ENOMEM: more outstanding than `max_send_wr`). Executor: the handler's, by default
+    /// `get_executor()` (the id's, wherever it moves).
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
     template <registered_buffer_sequence<const_registered_buffer> ConstRegisteredBuffers,
@@ -161,6 +162,10 @@ public:
                                               std::forward<Token>(token));
     }
     /// Sends `data`, which lies inside `mr`: `async_send(buffer(mr, data), token)`.
+    /// @par Completion Signature
+    /// As for the overload above, which it calls.
+    /// @par Per-Operation Cancellation
+    /// As for the overload above.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_send(const memory_region& mr, std::span<const std::byte> data,
@@ -170,8 +175,8 @@ public:
     /// Receives one message, scattered over `buffers` in order (a
     /// `mutable_registered_buffer` or a range of them); completes with its length.
     /// @par Completion Signature
-    /// `void(error_code, std::size_t)`, errors as for async_send (`max_recv_sge`,
-    /// `max_recv_wr`); a message longer than the buffers fails the receive
+    /// `void(error_code, std::size_t)`, errors and executor as for async_send
+    /// (`max_recv_sge`, `max_recv_wr`); a message longer than the buffers fails the receive
     /// (IBV_WC_LOC_LEN_ERR) and the queue pair.
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
@@ -184,6 +189,10 @@ public:
                                                 std::forward<Token>(token));
     }
     /// Receives one message into `buffer`, which lies inside `mr`.
+    /// @par Completion Signature
+    /// As for the overload above, which it calls.
+    /// @par Per-Operation Cancellation
+    /// As for the overload above.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_receive(const memory_region& mr, std::span<std::byte> buffer,
@@ -192,7 +201,7 @@ public:
     }
     /// Writes what `buffers` hold, gathered in order, into the peer's `remote` buffer (RDMA write).
     /// @par Completion Signature
-    /// `void(error_code, std::size_t)`, errors as for async_send, and
+    /// `void(error_code, std::size_t)`, errors and executor as for async_send, and
     /// errc::remote_buffer_too_small; a bad rkey is the peer's IBV_WC_REM_ACCESS_ERR.
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
@@ -205,6 +214,10 @@ public:
                                               std::forward<Token>(token));
     }
     /// Writes `data`, which lies inside `mr`, into the peer's `remote` buffer.
+    /// @par Completion Signature
+    /// As for the overload above, which it calls.
+    /// @par Per-Operation Cancellation
+    /// As for the overload above.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_rdma_write(const memory_region& mr, std::span<const std::byte> data, const remote_buffer& remote,
@@ -226,6 +239,10 @@ public:
                                                 std::forward<Token>(token));
     }
     /// Reads the peer's `remote` buffer into `buffer`, which lies inside `mr`.
+    /// @par Completion Signature
+    /// As for the overload above, which it calls.
+    /// @par Per-Operation Cancellation
+    /// As for the overload above.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_rdma_read(const memory_region& mr, std::span<std::byte> buffer, const remote_buffer& remote,

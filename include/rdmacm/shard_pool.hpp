@@ -150,6 +150,10 @@ public:
     }
     /// The same, for the connection with key `key` (`connection::key()`, `snapshot()`):
     /// errc::not_open if there is none.
+    /// @par Completion Signature
+    /// As for the overload above.
+    /// @par Per-Operation Cancellation
+    /// None, as for the overload above.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_move(std::uint64_t key, std::size_t to,

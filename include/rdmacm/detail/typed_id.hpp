@@ -25,7 +25,8 @@ public:
     ///
     /// @par Completion Signature
     /// `void(error_code, cm_event)`. Errors: operation_aborted, errc::operation_in_progress
-    /// (another next-event wait is outstanding), errc::not_open.
+    /// (another next-event wait is outstanding), errc::not_open. Executor: the handler's, by
+    /// default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal, partial, total: the wait ends with operation_aborted; no event is lost
     /// (a later wait gets it).
