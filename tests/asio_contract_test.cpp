@@ -20,6 +20,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -117,7 +118,7 @@ struct cancellation_contract {
 
 // How many operations check_contract starts (one per token style, cancellation type, and
 // the initiation's look, which starts none): what a test prepares objects for.
-constexpr int contract_starts = 10;
+constexpr int contract_starts = 11;
 
 // Runs the contract over `start` for every token style. `start` takes a completion token and
 // returns what the initiating function returns; `complete()` makes the operation complete
@@ -222,6 +223,24 @@ void check_contract(asio::io_context& ctx, const char* name, Start start, Comple
             BOOST_TEST((got == expected), got.message());
         }
 
+        // use_awaitable, in a coroutine: an error is thrown.
+        BOOST_TEST_CONTEXT("use_awaitable") {
+            error_code got;
+            run(
+                ctx,
+                [&]() -> awaitable<void> {
+                    auto op = start(use_awaitable);
+                    asio::post(ctx, complete);
+                    try {
+                        co_await std::move(op);
+                    } catch (const boost::system::system_error& e) {
+                        got = e.code();
+                    }
+                }(),
+                10s);
+            BOOST_TEST((got == expected), got.message());
+        }
+
         // Each cancellation type, emitted once the operation has started; terminal last (it
         // may leave the object good only for closing: a queue pair).
         for (auto [type, aborts] : {std::pair{asio::cancellation_type::partial, cancel_contract.partial},
@@ -290,6 +309,27 @@ BOOST_FIXTURE_TEST_CASE(cm_operations, channel_fixture) {
             return ids.emplace_back(*channel).async_resolve_address(device_endpoint(), 2s, std::move(token));
         },
         [] {}, {}, {true, false, false});
+    check_contract(
+        ctx, "cm_id::async_resolve_address (from a local address)",
+        [&](auto token) {
+            return ids.emplace_back(*channel).async_resolve_address(device_endpoint(0), device_endpoint(), 2s,
+                                                                    std::move(token));
+        },
+        [] {}, {}, {true, false, false});
+}
+
+// Migrations that complete at once: an id already synchronous (the first call moves it),
+// a listening listener (refused: listeners move before listen). No cancellation.
+BOOST_FIXTURE_TEST_CASE(migrations_that_complete_at_once, channel_fixture) {
+    cm_id id(*channel);
+    check_contract(
+        ctx, "cm_id::async_migrate(synchronous)",
+        [&](auto token) { return id.async_migrate(synchronous, std::move(token)); }, [] {}, {}, {false, false, false});
+    auto l = make_listener(*channel);
+    event_channel other(ctx);
+    check_contract(
+        ctx, "listener::async_migrate", [&](auto token) { return l.async_migrate(other, std::move(token)); }, [] {},
+        errc::listener_cannot_migrate, {false, false, false});
 }
 
 // `n` ids on `ch` with their address resolved to `to`; with their route and an RC queue
@@ -443,12 +483,17 @@ BOOST_FIXTURE_TEST_CASE(sends_writes_and_reads, channel_fixture) {
         ctx.poll();
         ctx.restart();
     };
+    // Send and write gather from two parts (a buffer sequence).
+    auto two_parts = [&](memory_region& mr) {
+        return std::array<const_registered_buffer, 2>{buffer(mr, std::span(cbuf).first(8)),
+                                                      buffer(mr, std::span(cbuf).subspan(8))};
+    };
     on_a_connection_of_its_own("queue_pair::async_send", [&](queue_pair& qp, memory_region& mr, remote_buffer, auto t) {
-        return qp.async_send(mr, cbuf, std::move(t));
+        return qp.async_send(two_parts(mr), std::move(t));
     });
     on_a_connection_of_its_own("queue_pair::async_rdma_write",
                                [&](queue_pair& qp, memory_region& mr, remote_buffer to, auto t) {
-                                   return qp.async_rdma_write(mr, cbuf, to, std::move(t));
+                                   return qp.async_rdma_write(two_parts(mr), to, std::move(t));
                                });
     on_a_connection_of_its_own("queue_pair::async_rdma_read",
                                [&](queue_pair& qp, memory_region& mr, remote_buffer from, auto t) {
@@ -503,6 +548,10 @@ BOOST_FIXTURE_TEST_CASE(shard_pool_operations, channel_fixture) {
     check_contract(
         ctx, "shard_pool::async_move", [&](auto token) { return pool.async_move(c, other_shard(), std::move(token)); },
         [] {}, {}, {false, false, false}, [&] { return pool.get_executor(other_shard()); });
+    check_contract(
+        ctx, "shard_pool::async_move (by key)",
+        [&](auto token) { return pool.async_move(c.key(), other_shard(), std::move(token)); }, [] {}, {},
+        {false, false, false}, [&] { return pool.get_executor(other_shard()); });
     const rebalance_plan back_and_forth = [&](std::span<const connection_load>, std::size_t) {
         return std::vector<planned_move>{{c.key(), c.shard(), other_shard()}};
     };
