@@ -11,8 +11,6 @@
 
 namespace asio = boost::asio;
 using asio::awaitable;
-using asio::use_awaitable;
-using rdmacm::cm_id;
 
 namespace {
 
@@ -22,7 +20,7 @@ std::string text(std::span<const std::byte> b) {
 }
 
 awaitable<void> serve(rdmacm::connection_request request, int n) {
-    cm_id conn = std::move(request.id);
+    sample::awaitable_id conn(std::move(request.id)); // co_await without tokens
     sample::live live(conn);
     std::cout << "server: connection " << n << " from " << conn.remote_endpoint() << " says \""
               << text(request.event.private_data()) << "\"" << std::endl;
@@ -32,14 +30,14 @@ awaitable<void> serve(rdmacm::connection_request request, int n) {
         const std::string greeting = "welcome, client " + std::to_string(n);
         rdmacm::conn_params params;
         params.private_data = std::as_bytes(std::span(greeting));
-        co_await conn.async_accept(params, use_awaitable);
+        co_await conn.async_accept(params);
         std::cout << "server: connection " << n << " ESTABLISHED" << std::endl;
         for (;;) {
-            auto ev = co_await conn.async_next_event(use_awaitable);
+            auto ev = co_await conn.async_next_event();
             std::cout << "server: connection " << n << " " << rdmacm::to_string(ev.type()) << std::endl;
             if (ev.type() == RDMA_CM_EVENT_DISCONNECTED) break;
         }
-        co_await conn.async_disconnect(use_awaitable);
+        co_await conn.async_disconnect();
         std::cout << "server: connection " << n << " closed" << std::endl;
     } catch (const boost::system::system_error& e) {
         std::cout << "server: connection " << n << ": " << e.what() << std::endl;

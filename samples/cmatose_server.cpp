@@ -16,16 +16,16 @@ using asio::use_awaitable;
 namespace {
 
 awaitable<void> serve(rdmacm::connection_request request, int n, std::uint32_t count, std::size_t size) {
-    rdmacm::cm_id conn = std::move(request.id);
+    sample::awaitable_id conn(std::move(request.id)); // co_await without tokens
     sample::live live(conn);
     try {
         const std::uint32_t depth = std::max<std::uint32_t>(count, 1);
-        rdmacm::queue_pair qp(conn, {.max_send_wr = depth, .max_recv_wr = depth});
+        sample::awaitable_queue_pair qp(conn, {.max_send_wr = depth, .max_recv_wr = depth});
         rdmacm::receive_pool replies(qp, depth, size); // posted before the accept
         std::vector<std::byte> out(size, std::byte{0x5a});
         rdmacm::memory_region out_mr(qp.pd(), out);
-        co_await conn.async_accept({}, use_awaitable);
-        for (std::uint32_t i = 0; i < count; ++i) co_await qp.async_send(out_mr, out, use_awaitable);
+        co_await conn.async_accept({});
+        for (std::uint32_t i = 0; i < count; ++i) co_await qp.async_send(out_mr, out);
         std::uint32_t received = 0;
         while (received < count) {
             auto [ec, reply] = co_await replies.async_receive(asio::as_tuple(use_awaitable));
@@ -35,11 +35,11 @@ awaitable<void> serve(rdmacm::connection_request request, int n, std::uint32_t c
         std::cout << "server: connection " << n << ": sent " << count << ", received " << received << std::endl;
         if (count == 0) { // cmtime: the client disconnects when it is done
             for (;;) {
-                auto ev = co_await conn.async_next_event(use_awaitable);
+                auto ev = co_await conn.async_next_event();
                 if (ev.type() == RDMA_CM_EVENT_DISCONNECTED) break;
             }
         } // ucmatose: the server disconnects once the replies are in
-        co_await conn.async_disconnect(use_awaitable);
+        co_await conn.async_disconnect();
     } catch (const boost::system::system_error& e) {
         std::cout << "server: connection " << n << ": " << e.what() << std::endl;
     }

@@ -13,27 +13,37 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <functional>
 #include <iostream>
 #include <set>
 #include <string>
 
 namespace sample {
 
+// An id whose operations complete into a coroutine without a token (`co_await
+// conn.async_accept(params)`): use_awaitable is its executor's default token.
+using awaitable_id = boost::asio::use_awaitable_t<>::as_default_on_t<rdmacm::cm_id>;
+using awaitable_queue_pair = boost::asio::use_awaitable_t<>::as_default_on_t<rdmacm::queue_pair>;
+
 // The connections being served, closed at shutdown: each serving coroutine holds a
-// `live` for its id.
+// `live` for its id (of any executor type).
 class live {
 public:
-    explicit live(rdmacm::cm_id& id) : id_(id) { all().insert(&id_); }
-    ~live() { all().erase(&id_); }
+    template <typename Id>
+    explicit live(Id& id) : close_([&id] { id.close(); }) {
+        all().insert(this);
+    }
+    ~live() { all().erase(this); }
     live(const live&) = delete;
     live& operator=(const live&) = delete;
-    static std::set<rdmacm::cm_id*>& all() {
-        static std::set<rdmacm::cm_id*> ids;
-        return ids;
+    static std::set<live*>& all() {
+        static std::set<live*> served;
+        return served;
     }
+    void close() const { close_(); }
 
 private:
-    rdmacm::cm_id& id_;
+    std::function<void()> close_;
 };
 
 // Serves on `address`:`port` until a signal; `serve(request, n)` (an awaitable) handles
