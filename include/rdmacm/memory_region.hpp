@@ -52,7 +52,7 @@ struct remote_buffer {
 };
 
 namespace detail {
-// (A length beyond what one work request moves, 2^31 bytes, is cut to what a peer can name.)
+// A length beyond 2^32 - 1 (more than one work request moves anyway) is clamped, not wrapped.
 inline remote_buffer remote_of(const void* data, std::size_t size, std::uint32_t rkey) noexcept {
     return {reinterpret_cast<std::uintptr_t>(data), rkey,
             static_cast<std::uint32_t>(std::min<std::size_t>(size, UINT32_MAX))};
