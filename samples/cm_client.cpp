@@ -2,7 +2,10 @@
 //
 // Resolves, connects (with MESSAGE as private data) under a 5 s time-out — a timer that
 // cancels the connect — prints the server's reply, then disconnects. Its I/O objects have
-// use_awaitable for their default token (as_default_on): co_await without tokens.
+// use_awaitable for their default token (as_default_on, awaitable.hpp): co_await without
+// tokens.
+#include "awaitable.hpp"
+
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -10,8 +13,6 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <iostream>
@@ -24,8 +25,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using awaitable_id = asio::use_awaitable_t<>::as_default_on_t<rdmacm::cm_id>;
-using awaitable_timer = asio::use_awaitable_t<>::as_default_on_t<asio::steady_timer>;
+using sample::awaitable_id;
+using sample::awaitable_timer;
 
 std::string text(std::span<const std::byte> b) {
     std::string s(reinterpret_cast<const char*>(b.data()), b.size());

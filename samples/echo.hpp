@@ -1,9 +1,13 @@
 #pragma once
 // The samples' echo service on one connection request's id: a queue pair with receives
 // posted, accept, send every message straight back until the peer disconnects (its receives
-// are then flushed), disconnect. Runs on the calling coroutine's executor.
+// are then flushed), disconnect. Runs on the calling coroutine's executor. It takes errors
+// as values (as_tuple), so names its tokens; the client, echo_peer, co_awaits without
+// (awaitable.hpp).
 //
 // A one-byte message is a nudge (see echo_peer::round_trip): dropped, never echoed.
+#include "awaitable.hpp"
+
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -66,15 +70,15 @@ public:
     connect(rdmacm::event_channel& channel, const rdmacm::endpoint& server, std::size_t size) {
         namespace asio = boost::asio;
         using namespace std::chrono_literals;
-        rdmacm::cm_id id(channel);
+        awaitable_id id(channel);
         // Resolve, route, queue pair, receives posted, connect: one operation.
         auto [established, qp, echoes] =
             co_await rdmacm::async_connect(id, server, {.resolve_timeout = 2s}, {.max_send_wr = 4, .max_recv_wr = 4},
-                                           {.depth = 4, .message_size = size}, asio::use_awaitable);
+                                           {.depth = 4, .message_size = size});
         co_return std::unique_ptr<echo_peer>(new echo_peer(std::move(id), std::move(qp), std::move(echoes), size));
     }
 
-    rdmacm::cm_id& id() { return id_; }
+    awaitable_id& id() { return id_; }
 
     // Sends message `n`, waits for its echo; throws if it differs or the connection broke.
     //
@@ -91,7 +95,7 @@ public:
         using namespace boost::asio::experimental::awaitable_operators;
         std::memcpy(out_.data(), &n, sizeof n);
         for (std::size_t b = sizeof n; b < out_.size(); ++b) out_[b] = std::byte(static_cast<unsigned char>(n + b));
-        co_await qp_.async_send(out_mr_, out_, asio::use_awaitable);
+        co_await qp_.async_send(out_mr_, out_);
         rdmacm::error_code ec;
         rdmacm::received_message echo;
         for (asio::steady_timer timer(co_await asio::this_coro::executor);;) {
@@ -109,28 +113,28 @@ public:
                 break;
             }
             if (++nudges_ > max_nudges) throw std::runtime_error("no echo of the first message, nudged in vain");
-            co_await qp_.async_send(out_mr_, std::span(out_).first(nudge_length), asio::use_awaitable);
+            co_await qp_.async_send(out_mr_, std::span(out_).first(nudge_length));
         }
         if (ec) throw boost::system::system_error(ec, "receive");
         if (echo.size() != out_.size() || std::memcmp(echo.data().data(), out_.data(), out_.size()) != 0)
             throw std::runtime_error("echo of message " + std::to_string(n) + " differs from what was sent");
     }
 
-    boost::asio::awaitable<void> disconnect() { co_await id_.async_disconnect(boost::asio::use_awaitable); }
+    boost::asio::awaitable<void> disconnect() { co_await id_.async_disconnect(); }
 
     // Nudges sent so far (round_trip): siw's race struck.
     int nudges() const noexcept { return nudges_; }
 
 private:
-    echo_peer(rdmacm::cm_id id, rdmacm::queue_pair qp, rdmacm::receive_pool echoes, std::size_t size)
+    echo_peer(awaitable_id id, awaitable_queue_pair qp, awaitable_receive_pool echoes, std::size_t size)
         : id_(std::move(id)), qp_(std::move(qp)), echoes_(std::move(echoes)), out_(size), out_mr_(qp_.pd(), out_),
           nudge_after_(id_.native_handle()->verbs->device->transport_type == IBV_TRANSPORT_IWARP
                            ? std::chrono::seconds(1)
                            : std::chrono::seconds(10)) {}
 
-    rdmacm::cm_id id_;
-    rdmacm::queue_pair qp_;
-    rdmacm::receive_pool echoes_;
+    awaitable_id id_;
+    awaitable_queue_pair qp_;
+    awaitable_receive_pool echoes_;
     std::vector<std::byte> out_;
     rdmacm::memory_region out_mr_;
     std::chrono::seconds nudge_after_;

@@ -3,20 +3,16 @@
 // ping-pong over send/receive, written with co_await.
 #include "echo.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <iostream>
 
 namespace asio = boost::asio;
 using asio::awaitable;
-using asio::use_awaitable;
 using namespace std::chrono_literals;
 
 namespace {

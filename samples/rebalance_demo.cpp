@@ -23,7 +23,6 @@
 
 namespace asio = boost::asio;
 using asio::awaitable;
-using asio::use_awaitable;
 using namespace std::chrono_literals;
 
 namespace {
@@ -51,7 +50,7 @@ struct tally {
     tally(std::size_t shards, std::size_t connections) : echoed_by_shard(shards), round_trips(connections) {}
     std::uint64_t min_round_trips() const { return *std::min_element(round_trips.begin(), round_trips.end()); }
     // What a stall shows: each connection's round trips so far, each shard's echoes.
-    std::string describe(const rdmacm::shard_pool& pool) const {
+    std::string describe(const sample::awaitable_shard_pool& pool) const {
         return "round trips per connection: " + per_shard(round_trips) +
                "; connections per shard: " + per_shard(values(pool.connection_counts())) +
                "; echoed per shard: " + per_shard(echoed()) + "; " + std::to_string(connected) +
@@ -76,17 +75,17 @@ awaitable<void> client(rdmacm::event_channel& channel, rdmacm::endpoint server, 
 // Polls `ready` every few milliseconds, for at most a minute; a stall says where each
 // connection is.
 template <typename Ready>
-awaitable<void> wait_until(const rdmacm::shard_pool& pool, const tally& t, const char* what, Ready ready) {
-    asio::steady_timer timer(co_await asio::this_coro::executor);
+awaitable<void> wait_until(const sample::awaitable_shard_pool& pool, const tally& t, const char* what, Ready ready) {
+    sample::awaitable_timer timer(co_await asio::this_coro::executor);
     for (auto deadline = std::chrono::steady_clock::now() + 60s; !ready();) {
         if (std::chrono::steady_clock::now() > deadline)
             throw std::runtime_error(std::string("timed out waiting for ") + what + ": " + t.describe(pool));
         timer.expires_after(5ms);
-        co_await timer.async_wait(use_awaitable);
+        co_await timer.async_wait();
     }
 }
 
-awaitable<int> conduct(rdmacm::shard_pool& pool, tally& t) {
+awaitable<int> conduct(sample::awaitable_shard_pool& pool, tally& t) {
     co_await wait_until(pool, t, "every connection's first messages", [&] {
         return t.connected == t.round_trips.size() && t.min_round_trips() >= messages_per_phase;
     });
@@ -95,7 +94,7 @@ awaitable<int> conduct(rdmacm::shard_pool& pool, tally& t) {
     std::cout << "messages echoed per shard so far: " << per_shard(echoed_before) << std::endl;
 
     auto start = std::chrono::steady_clock::now();
-    auto report = co_await pool.async_rebalance(rdmacm::even_count(), use_awaitable);
+    auto report = co_await pool.async_rebalance(rdmacm::even_count()); // a token-less pool (awaitable.hpp)
     auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::cout << "rebalanced while the clients kept sending: " << report.moved.size() << " connections moved in "
               << took << " ms, " << report.failed.size() << " failed" << std::endl;
@@ -147,8 +146,9 @@ int main(int argc, char** argv) {
         l.bind({asio::ip::make_address(argv[1]), 0});
         l.listen(1024);
         // Everything onto shard 0: the imbalance the rebalancer will fix.
-        rdmacm::shard_pool pool(static_cast<std::size_t>(shards),
-                                [](std::span<const std::size_t>, const rdmacm::connection_request&) { return 0; });
+        sample::awaitable_shard_pool pool(
+            static_cast<std::size_t>(shards),
+            [](std::span<const std::size_t>, const rdmacm::connection_request&) { return 0; });
         tally t(static_cast<std::size_t>(shards), static_cast<std::size_t>(connections));
         std::cout << connections << " connections to a server on " << shards
                   << " shards, all placed on shard 0; each client sends numbered messages and checks every echo"

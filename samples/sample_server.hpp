@@ -3,6 +3,8 @@
 // "server: listening on ..."), an accept loop that hands each connection request to a
 // coroutine of its own, and a clean stop on SIGINT or SIGTERM — the listener and every
 // live connection closed, the io_context then out of work ("server: stopped cleanly").
+#include "awaitable.hpp"
+
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -19,11 +21,6 @@
 #include <string>
 
 namespace sample {
-
-// An id whose operations complete into a coroutine without a token (`co_await
-// conn.async_accept(params)`): use_awaitable is its executor's default token.
-using awaitable_id = boost::asio::use_awaitable_t<>::as_default_on_t<rdmacm::cm_id>;
-using awaitable_queue_pair = boost::asio::use_awaitable_t<>::as_default_on_t<rdmacm::queue_pair>;
 
 // The connections being served, closed at shutdown: each serving coroutine holds a
 // `live` for its id (of any executor type).

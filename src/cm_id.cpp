@@ -37,8 +37,9 @@ endpoint id_handle::remote_endpoint() const noexcept {
 }
 
 namespace {
-void throw_if(const error_code& ec) {
-    if (ec) throw boost::system::system_error(ec);
+// `what`: the member function, before the error's own message and location.
+void throw_if(const error_code& ec, const char* what) {
+    if (ec) throw boost::system::system_error(ec, what);
 }
 } // namespace
 
@@ -48,7 +49,7 @@ cm_id_base::cm_id_base(const executor_type& ex, const std::shared_ptr<channel_im
 void cm_id_base::reject(std::span<const std::byte> private_data) {
     error_code ec;
     reject(private_data, ec);
-    throw_if(ec);
+    throw_if(ec, "cm_id::reject");
 }
 
 void cm_id_base::reject(std::span<const std::byte> private_data, error_code& ec) noexcept {
@@ -71,7 +72,7 @@ void cm_id_base::reject(std::span<const std::byte> private_data, error_code& ec)
 void cm_id_base::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd) {
     error_code ec;
     create_qp(attr, pd, ec);
-    throw_if(ec);
+    throw_if(ec, "cm_id::create_qp");
 }
 
 void cm_id_base::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) noexcept {
@@ -83,6 +84,8 @@ void cm_id_base::create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) n
     id_impl::call_guard guard(*impl_);
     if (!guard.id())
         ec = errc::not_open;
+    else if (!guard.id()->verbs) // (librdmacm would make completion queues on a null device: a crash)
+        ec = errc::no_device;
     else if (rdma_create_qp(guard.id(), pd, &attr) != 0)
         ec = RDMACM_CALL_ERROR("rdma_create_qp");
 }
@@ -103,14 +106,14 @@ cm_event cm_id_base::call_sync(op_kind kind, const op_call& call, error_code& ec
 cm_event cm_id_base::call_sync(op_kind kind, const op_call& call) {
     error_code ec;
     auto ev = call_sync(kind, call, ec);
-    throw_if(ec);
+    throw_if(ec, "cm_id (synchronous mode)");
     return ev;
 }
 
 cm_event cm_id_base::next_event(std::chrono::milliseconds timeout) {
     error_code ec;
     auto ev = next_event(timeout, ec);
-    throw_if(ec);
+    throw_if(ec, "cm_id::next_event");
     return ev;
 }
 
@@ -128,7 +131,7 @@ listener_base::listener_base(const executor_type& ex, const std::shared_ptr<chan
 void listener_base::bind(const endpoint& local) {
     error_code ec;
     bind(local, ec);
-    throw_if(ec);
+    throw_if(ec, "listener::bind");
 }
 
 void listener_base::bind(const endpoint& local, error_code& ec) noexcept {
@@ -150,7 +153,7 @@ void listener_base::bind(const endpoint& local, error_code& ec) noexcept {
 void listener_base::listen(int backlog) {
     error_code ec;
     listen(backlog, ec);
-    throw_if(ec);
+    throw_if(ec, "listener::listen");
 }
 
 void listener_base::listen(int backlog, error_code& ec) noexcept {

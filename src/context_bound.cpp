@@ -6,8 +6,6 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/query.hpp>
 
-#include <algorithm>
-
 namespace rdmacm::detail {
 namespace {
 
@@ -100,14 +98,14 @@ boost::asio::any_io_executor bound_executor::bind(const boost::asio::any_io_exec
     if (!state_->alive) return {}; // nothing runs there any more
     executor_ = ex;
     if (busy_) work_ = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
-    state_->members.push_back(this);
+    state_->add(this);
     return executor_;
 }
 
 void bound_executor::unbind() noexcept {
     std::lock_guard lock(state_->mutex);
     if (!state_->alive) return; // its shutdown took the executor already
-    std::erase(state_->members, this);
+    state_->remove(this);
     executor_ = {};
     work_ = {};
 }

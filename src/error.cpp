@@ -27,7 +27,7 @@ public:
         case errc::multicast_error: return "multicast join failed (RDMA_CM_EVENT_MULTICAST_ERROR)";
         case errc::unexpected_event: return "CM event the operation cannot have caused";
         case errc::operation_in_progress: return "an operation of this kind is already in progress on this id";
-        case errc::not_open: return "the CM id is closed";
+        case errc::not_open: return "the object (CM id, listener, queue pair) is closed or moved-from";
         case errc::already_listening: return "the CM id is already listening";
         case errc::address_family_not_supported: return "address family not supported (IPv4, IPv6 or AF_IB only)";
         case errc::private_data_too_long: return "private data longer than the transport allows";
@@ -48,6 +48,9 @@ public:
         case errc::too_many_buffers:
             return "more buffers in one operation than the queue pair takes (queue_pair_options::max_send_sge, "
                    "max_recv_sge; an RDMA read: also the device's max_sge_rd)";
+        case errc::no_device:
+            return "the CM id has no RDMA device yet: resolve an address (or bind to a device's address, or "
+                   "take a connection request) first";
         }
         return "asio-rdmacm error " + std::to_string(ev);
     }

@@ -26,7 +26,7 @@ void fd_reader::start() {
             return;
         }
         if (stop_asked_) return; // stopped before it started (a close, a move): nothing to read
-        context_->members.push_back(this);
+        context_->add(this);
         work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
@@ -56,7 +56,7 @@ void fd_reader::detach() noexcept {
     // context lives (else its shutdown took them already).
     std::lock_guard lock(context_->mutex);
     if (context_->alive) {
-        std::erase(context_->members, this); // not there if never started
+        context_->remove(this); // not there if never started
         context_shutdown();
     }
 }

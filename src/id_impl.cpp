@@ -39,7 +39,8 @@ struct id_impl::canceller {
 
 std::shared_ptr<id_impl> id_impl::create(std::shared_ptr<channel_impl> channel, const executor_type& ex,
                                          rdma_port_space ps) {
-    if (!channel) throw boost::system::system_error(errc::channel_closed); // a closed or moved-from channel
+    if (!channel) // a closed or moved-from channel
+        throw boost::system::system_error(errc::channel_closed, "cm_id: its event channel");
     rdma_cm_id* id = nullptr;
     if (rdma_create_id(channel->native(), &id, nullptr, ps) != 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_id"));
@@ -480,7 +481,7 @@ void id_impl::complete(const executor_type& ex, completion c, how mode) {
             } else if constexpr (std::is_same_v<H, event_handler>) {
                 deliver(c.ec, c.event);
             } else if constexpr (std::is_same_v<H, request_handler>) {
-                deliver(c.ec, connection_request{cm_id(adopt_id_t{}, std::move(c.new_id)), c.event});
+                deliver(c.ec, connection_request{access::make<cm_id>(std::move(c.new_id)), c.event});
             }
         },
         c.handler);

@@ -4,13 +4,13 @@
 //     operations deferred; nothing of the id starts on the old channel any more.
 //  2. rdma_migrate_id, once no librdmacm call on the id is in flight (the last call out
 //     goes on from here), while neither the old channel's reader nor the target's can
-//     read (F14/R4/R8): at once when the old reader is idle (its routing lock taken
+//     read (semantics F14, R4, R8): at once when the old reader is idle (its routing lock taken
 //     without waiting) or this thread runs it, else on its strand; the target's reader is
 //     kept out for the call by its read lock (at most one non-blocking read of its own to
 //     wait out). The target gains an owner at step 1, so its reader keeps reading for the
 //     id whatever its other owners do meanwhile. Every event the old reader
 //     read for the id was routed before, and acked when read, so the call never waits
-//     for acks (R1). Queued, unread events move with the id in the kernel (F2) without a
+//     for acks (R1). Queued, unread events move with the id in the kernel (semantics F2) without a
 //     wake-up, so the new reader is kicked; later ones arrive on the new channel.
 //  3. The old executor: a marker that runs after every handler of the id posted there.
 //  4. The new executor: held events, then deferred operations, in order, then newer ones
@@ -18,7 +18,7 @@
 // On failure the id stays on its old channel and executor with nothing lost (step 4 runs
 // there instead).
 //
-// Synchronous mode (F4/F5) is a migration to no channel: librdmacm's private channel. It
+// Synchronous mode (semantics F4, F5) is a migration to no channel: librdmacm's private channel. It
 // is refused while anything of the id is queued or expected (an event read but not
 // delivered, an operation outstanding), and undone when the kernel moved a queued event
 // along: librdmacm's next blocking call would take it for its own. Back from synchronous
@@ -216,9 +216,9 @@ std::function<void()> id_impl::migrate_now(std::unique_lock<std::mutex>& lock, h
             if (kick_old) old_channel->kick();
             if (ec && target) target->remove_owner(); // taken at the start, not needed now
             if (!ec) {
-                // Events that moved with the id (F2) are not announced by the kernel: the reader
+                // Events that moved with the id (semantics F2) are not announced by the kernel: the reader
                 // reads them when any wait there (a look is cheaper than a read on the reader's
-                // strand, and most moves bring none). A request not yet accepted has none (F8):
+                // strand, and most moves bring none). A request not yet accepted has none (semantics F8):
                 // the usual move of a server's new connection does not even look.
                 if (look && has_queued_event(target->native())) target->kick();
                 if (old_channel) old_channel->remove_owner();

@@ -18,7 +18,7 @@ constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
 
 std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_impl> qp, std::size_t depth,
                                                              std::size_t message_size) {
-    if (!qp) throw boost::system::system_error(errc::not_open);
+    if (!qp) throw boost::system::system_error(errc::not_open, "receive_pool: its queue pair");
     if (!valid_sizes(depth, message_size))
         throw std::invalid_argument("receive_pool: depth and message size must be in 1 .. 2^32 - 2");
     std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), depth, message_size));
@@ -152,7 +152,7 @@ void receive_pool_impl::deliver(handler h) {
     woken_.reset();
     lock.unlock();
     received_message message;
-    if (!a.ec && a.slot != no_slot) message = received_message(shared_from_this(), a.slot, a.size);
+    if (!a.ec && a.slot != no_slot) message = access::make<received_message>(shared_from_this(), a.slot, a.size);
     std::move(h)(a.ec, std::move(message));
 }
 

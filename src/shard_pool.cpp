@@ -8,7 +8,6 @@
 #include "rdmacm/detail/follow_executor.hpp"
 #include "rdmacm/detail/id_impl.hpp"
 #include "rdmacm/listener.hpp"
-#include "rdmacm/shard_pool.hpp"
 
 #include "dispatch_to_handler.hpp"
 
@@ -22,12 +21,7 @@
 #include <cstdio>
 #include <exception>
 
-namespace rdmacm {
-
-shard_pool::shard_pool(std::size_t shards, placement_policy placement, exception_handler on_exception)
-    : impl_(detail::pool_impl::create(shards, std::move(placement), std::move(on_exception))) {}
-
-namespace detail {
+namespace rdmacm::detail {
 namespace {
 
 // From an initiating function: `handler(args...)` by way of a post to `fallback` (never
@@ -209,7 +203,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
 
 // Runs `then` on a connection's strand once the strand runs on `home`: after every handler
 // queued on it before — an invoker posted to the old shard before the home changed runs
-// them there, and so a move ends only after them (F15). One hop more at most: the strand's
+// them there, and so a move ends only after them (internals.md, finding 15). One hop more at most: the strand's
 // next invoker goes to the new home.
 // Work is kept on `home` meanwhile (the strand's invoker may be queued on another shard):
 // a draining stop cannot let the new shard run out of work first.
@@ -420,5 +414,4 @@ void pool_impl::join() {
     });
 }
 
-} // namespace detail
-} // namespace rdmacm
+} // namespace rdmacm::detail

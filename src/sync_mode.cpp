@@ -1,4 +1,4 @@
-// Synchronous mode (semantics F4/F5): after rdma_migrate_id(id, NULL) librdmacm makes each
+// Synchronous mode (semantics F4, F5): after rdma_migrate_id(id, NULL) librdmacm makes each
 // CM call block until the next event of the id's private channel, whatever that event is.
 // So a call is refused while an event is queued (it would be taken for the call's own),
 // the event is copied and acked at once (as the reader does: destroy and migrate never

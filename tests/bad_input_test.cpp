@@ -116,6 +116,36 @@ BOOST_FIXTURE_TEST_CASE(closed_and_moved_from_objects, channel_fixture) {
     }());
 }
 
+// A queue pair needs an id bound to a device (resolved, bound to a device's address, or a
+// request): before that, both ways of making one get errc::no_device (librdmacm itself
+// would make completion queues on a null device), and the id goes on. A receive pool on a
+// closed queue pair is refused, naming what was closed.
+BOOST_FIXTURE_TEST_CASE(a_queue_pair_before_the_id_has_a_device, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        cm_id id(*channel);
+        auto no_device = [](const boost::system::system_error& e) {
+            BOOST_TEST(std::string_view(e.what()).find("queue_pair") != std::string_view::npos, e.what());
+            return e.code() == errc::no_device;
+        };
+        BOOST_CHECK_EXCEPTION(queue_pair{id}, boost::system::system_error, no_device);
+        error_code ec;
+        auto attr = rc_qp_attr();
+        id.create_qp(attr, nullptr, ec);
+        BOOST_TEST(ec == make_error_code(errc::no_device), ec.message());
+        BOOST_TEST(id.qp() == nullptr);
+
+        co_await id.async_resolve_address(device_endpoint(1), 2000ms, use_awaitable); // now it has one
+        queue_pair qp(id);
+        BOOST_TEST(qp.is_open());
+        qp.close();
+        auto closed = [](const boost::system::system_error& e) {
+            BOOST_TEST(std::string_view(e.what()).find("receive_pool") != std::string_view::npos, e.what());
+            return e.code() == errc::not_open;
+        };
+        BOOST_CHECK_EXCEPTION(receive_pool(qp, 4, 64), boost::system::system_error, closed);
+    }());
+}
+
 BOOST_FIXTURE_TEST_CASE(oversized_private_data, channel_fixture) {
     auto l = make_listener(*channel);
     run(ctx, [&]() -> awaitable<void> {

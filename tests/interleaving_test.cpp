@@ -1,7 +1,7 @@
-// Interleavings forced on purpose (issue 15's review findings): a wrapped librdmacm call is
-// held at a gate (support/faults.cpp) while another thread does what races it, then let
-// go. Each case failed on the design before (the commit that added it says how) and
-// checks what the new design makes impossible.
+// Interleavings forced on purpose (the threading review's findings, docs/internals.md): a
+// wrapped librdmacm call is held at a gate (support/faults.cpp) while another thread does
+// what races it, then let go. Each case failed on the design before (the commit that added
+// it says how) and checks what the new design makes impossible.
 #include "support/connection_pair.hpp"
 #include "support/faults.hpp"
 #include "support/fixture.hpp"

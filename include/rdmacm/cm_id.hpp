@@ -2,6 +2,7 @@
 /// @file
 /// `rdmacm::cm_id`: an RDMA CM connection id as an Asio I/O object.
 #include "rdmacm/conn_params.hpp"
+#include "rdmacm/detail/access.hpp"
 #include "rdmacm/detail/cm_id_base.hpp"
 #include "rdmacm/detail/typed_id.hpp"
 #include "rdmacm/endpoint.hpp"
@@ -76,8 +77,6 @@ public:
         : base(boost::asio::any_io_executor(ex), detail::access::impl(channel), ps) {}
     /// An empty (closed) id whose operations complete with errc::not_open.
     explicit basic_cm_id(const executor_type& ex) noexcept : base(boost::asio::any_io_executor(ex)) {}
-    /// For the library: adopts an id it made (a connection request's).
-    basic_cm_id(detail::adopt_id_t, std::shared_ptr<detail::id_impl> impl) noexcept : base(std::move(impl)) {}
     basic_cm_id(basic_cm_id&&) noexcept = default;
     basic_cm_id& operator=(basic_cm_id&&) noexcept = default;
     /// Takes over an id of another executor type (e.g. a connection request's `cm_id` into
@@ -223,6 +222,11 @@ public:
                                                                                      errc::not_open);
                                                      });
     }
+
+private:
+    friend struct detail::access;
+    // Adopts an id the library made (a connection request's).
+    explicit basic_cm_id(std::shared_ptr<detail::id_impl> impl) noexcept : base(std::move(impl)) {}
 };
 
 /// The id on any executor (`any_io_executor`).

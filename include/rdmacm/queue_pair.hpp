@@ -105,7 +105,8 @@ public:
     };
 
     /// Creates the completion queue and the queue pair on `id`. Throws system_error naming
-    /// the failed call ("ibv_create_cq", "rdma_create_qp", ...), or errc::not_open.
+    /// the failed call ("ibv_create_cq", "rdma_create_qp", ...), errc::not_open (the id
+    /// closed), or errc::no_device (the id has no device yet: resolve its address first).
     template <typename IdExecutor>
     explicit basic_queue_pair(basic_cm_id<IdExecutor>& id, const queue_pair_options& options = {})
         : executor_(boost::asio::any_io_executor(id.get_executor())),

@@ -2,6 +2,7 @@
 /// @file
 /// `rdmacm::basic_receive_pool`: receives kept posted on a queue pair, messages taken in
 /// order — a receive that can time out without losing what comes later.
+#include "rdmacm/detail/access.hpp"
 #include "rdmacm/detail/async_start.hpp"
 #include "rdmacm/detail/receive_pool_impl.hpp"
 #include "rdmacm/queue_pair.hpp"
@@ -45,11 +46,12 @@ public:
     std::size_t size() const noexcept { return pool_ ? size_ : 0; }
     bool empty() const noexcept { return size() == 0; }
 
-    /// For the library: a message in buffer `slot` of `pool`.
+private:
+    friend struct detail::access;
+    // A message in buffer `slot` of `pool` (made by the library).
     received_message(std::shared_ptr<detail::receive_pool_impl> pool, std::uint32_t slot, std::uint32_t size) noexcept
         : pool_(std::move(pool)), slot_(slot), size_(size) {}
 
-private:
     void give_back() noexcept {
         if (auto pool = std::move(pool_)) pool->give_back(slot_);
     }

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// `rdmacm::shard_pool`: a server sharded over several io_contexts, with live rebalancing.
+/// `rdmacm::basic_shard_pool`, `rdmacm::shard_pool`: a server sharded over several
+/// io_contexts, with live rebalancing.
 #include "rdmacm/connection.hpp"
 #include "rdmacm/detail/async_start.hpp"
 #include "rdmacm/detail/pool_impl.hpp"
@@ -20,6 +21,12 @@
 
 namespace rdmacm {
 
+/// How `basic_shard_pool::stop` ends the connections.
+enum class pool_stop_mode {
+    close, ///< close every connection: its operations complete with operation_aborted
+    drain  ///< let every connection end on its own
+};
+
 /// N shards, each an io_context run by a thread of its own with an event channel of its own.
 /// Connection requests accepted anywhere are placed on a shard (`placement_policy`), their
 /// ids moved there before they are accepted; connections can later be moved between shards
@@ -32,14 +39,24 @@ namespace rdmacm {
 /// Thread safety: every member function may be called from any thread, including the
 /// shards' own. Lifetime: connections, listeners being served and operations in flight must
 /// end before the pool is destroyed (`stop()` ends them); the pool must not be destroyed on
-/// one of its own threads.
-class shard_pool {
+/// one of its own threads. Not movable: it owns its threads, and a pool that could be
+/// moved from would be one whose every member is a misuse.
+///
+/// `Executor`: the type of `get_executor(i)`, whose default completion token the
+/// operations take: constructible from `any_io_executor`, as for every I/O object of the
+/// library. `use_awaitable_t<>::as_default_on_t<shard_pool> pool(n)` makes a pool whose
+/// operations `co_await` without a token.
+template <typename Executor = boost::asio::any_io_executor>
+class basic_shard_pool {
 public:
-    using executor_type = boost::asio::any_io_executor;
-    enum class stop_mode {
-        close, ///< close every connection: its operations complete with operation_aborted
-        drain  ///< let every connection end on its own
+    using executor_type = Executor;
+    /// The same pool type on another executor type (e.g. for `as_default_on_t`).
+    template <typename Executor1>
+    struct rebind_executor {
+        using other = basic_shard_pool<Executor1>;
     };
+    /// How `stop` ends the connections (one type for every `Executor`).
+    using stop_mode = pool_stop_mode;
 
     /// What becomes of an exception that escapes a handler run by a shard, or a coroutine
     /// started by `async_serve`: called with it on that shard's thread (`shard`: its index);
@@ -50,16 +67,17 @@ public:
     /// be created ("rdma_create_event_channel"), errc::no_such_shard for 0 shards.
     /// `on_exception` empty (the default): such an exception is reported on stderr — never
     /// swallowed silently.
-    explicit shard_pool(std::size_t shards, placement_policy placement = round_robin(),
-                        exception_handler on_exception = {});
-    shard_pool(const shard_pool&) = delete;
-    shard_pool& operator=(const shard_pool&) = delete;
+    explicit basic_shard_pool(std::size_t shards, placement_policy placement = round_robin(),
+                              exception_handler on_exception = {})
+        : impl_(detail::pool_impl::create(shards, std::move(placement), std::move(on_exception))) {}
+    basic_shard_pool(const basic_shard_pool&) = delete;
+    basic_shard_pool& operator=(const basic_shard_pool&) = delete;
     /// `stop(stop_mode::close)`.
-    ~shard_pool() { stop(stop_mode::close); }
+    ~basic_shard_pool() { stop(stop_mode::close); }
 
     std::size_t size() const noexcept { return impl_->size(); }
     /// Shard `i`'s io_context executor (throws std::out_of_range past the end).
-    executor_type get_executor(std::size_t i) const { return impl_->get_executor(i); }
+    executor_type get_executor(std::size_t i) const { return detail::executor_as<Executor>(impl_->get_executor(i)); }
     boost::asio::io_context& context(std::size_t i) { return impl_->context(i); }
     /// Connections on each shard now.
     std::vector<std::size_t> connection_counts() const { return impl_->connection_counts(); }
@@ -84,7 +102,8 @@ public:
     auto async_place(connection_request request,
                      Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code, connection)>(
-            get_executor(0), std::forward<Token>(token), [impl = impl_, r = std::move(request)](auto handler) mutable {
+            impl_->get_executor(0), std::forward<Token>(token),
+            [impl = impl_, r = std::move(request)](auto handler) mutable {
                 impl->place(std::move(r), std::move(handler));
             });
     }
@@ -145,7 +164,7 @@ public:
     auto async_move(const connection& c, std::size_t to,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(
-            get_executor(to < size() ? to : 0), std::forward<Token>(token),
+            impl_->get_executor(to < size() ? to : 0), std::forward<Token>(token),
             [impl = impl_, s = detail::access::state(c), to](auto handler) { impl->move(s, to, std::move(handler)); });
     }
     /// The same, for the connection with key `key` (`connection::key()`, `snapshot()`):
@@ -159,7 +178,7 @@ public:
     auto async_move(std::uint64_t key, std::size_t to,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(
-            get_executor(to < size() ? to : 0), std::forward<Token>(token),
+            impl_->get_executor(to < size() ? to : 0), std::forward<Token>(token),
             [impl = impl_, key, to](auto handler) { impl->move(impl->find(key), to, std::move(handler)); });
     }
 
@@ -177,7 +196,7 @@ public:
     auto async_rebalance(rebalance_plan plan,
                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code, rebalance_report)>(
-            get_executor(0), std::forward<Token>(token),
+            impl_->get_executor(0), std::forward<Token>(token),
             [impl = impl_, p = std::move(plan)](auto handler) { impl->rebalance(p, std::move(handler)); });
     }
 
@@ -194,5 +213,8 @@ public:
 private:
     std::shared_ptr<detail::pool_impl> impl_;
 };
+
+/// The shard pool whose shards' executors are `any_io_executor`s.
+using shard_pool = basic_shard_pool<>;
 
 } // namespace rdmacm

@@ -16,6 +16,12 @@ struct access {
     static auto release_impl(T& object) noexcept {
         return std::move(object.impl_);
     }
+    // An object made by the library from its shared state (a connection request's id, a
+    // received message): constructors users do not see.
+    template <typename T, typename... Args>
+    static T make(Args&&... args) {
+        return T(std::forward<Args>(args)...);
+    }
     // A pooled connection's place in its pool.
     template <typename T>
     static decltype(auto) state(const T& object) noexcept {

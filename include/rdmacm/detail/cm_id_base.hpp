@@ -11,12 +11,6 @@
 
 namespace rdmacm::detail {
 
-// The tag of basic_cm_id's constructor that adopts an id the library made (a connection
-// request's).
-struct adopt_id_t {
-    explicit adopt_id_t() = default;
-};
-
 class cm_id_base : public id_handle {
 public:
     /// Rejects the connection request this id came from, sending `private_data`
@@ -27,7 +21,8 @@ public:
     /// Creates an RC/UD queue pair on the id (`rdma_create_qp`): `pd` nullptr takes the
     /// device's default protection domain; `attr.send_cq`/`recv_cq` nullptr makes librdmacm
     /// create the completion queues. Needs a resolved route or a connection request. The
-    /// queue pair is destroyed with the id. Throws system_error / sets `ec`.
+    /// queue pair is destroyed with the id. Throws system_error / sets `ec`: the call's
+    /// errno, errc::not_open, errc::no_device (no address resolved or bound yet).
     void create_qp(ibv_qp_init_attr& attr, ibv_pd* pd = nullptr);
     void create_qp(ibv_qp_init_attr& attr, ibv_pd* pd, error_code& ec) noexcept;
     /// The queue pair, or nullptr.

@@ -53,8 +53,9 @@ public:
     /// (every event read was acknowledged at once).
     ///
     /// A coroutine awaiting this stays on its own executor (as any Asio operation's
-    /// awaiter does); to follow the id, run the coroutine on a strand and migrate with that
-    /// strand's executor as `ex`, as `shard_pool` does for its connections.
+    /// awaiter does): the id's events and unbound handlers move, the coroutine does not.
+    /// Serve the id from a `shard_pool` to move the coroutine with it (a pooled
+    /// connection's executor, its coroutine's, moves to the new shard).
     ///
     /// @par Completion Signature
     /// `void(error_code)`. Errors: the call's errno (location "rdma_migrate_id"; the id
