@@ -146,7 +146,7 @@ BOOST_FIXTURE_TEST_CASE(every_completion_token_style, channel_fixture) {
         auto attr = rc_qp_attr();
         id.create_qp(attr);
         auto f3 = id.async_connect(conn_params{}, asio::use_future);
-        BOOST_REQUIRE(f3.wait_for(10s) == std::future_status::ready);
+        BOOST_REQUIRE(f3.wait_for(30s) == std::future_status::ready);
         BOOST_TEST(f3.get().type() == RDMA_CM_EVENT_ESTABLISHED);
         guard.reset();
         id.close();
