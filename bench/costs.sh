@@ -1,13 +1,15 @@
 #!/bin/bash
-# costs.sh BUILD ADDRESS DEVICE: the deterministic costs per operation of each benchmark's
+# costs.sh BUILD ADDRESS DEVICE [BENCH...]: the deterministic costs per operation of each benchmark's
 # phases, ours beside the raw librdmacm baseline measured in the same run (bench/costs.hpp):
 # system calls counted by the kernel (a plain run) and user-space instructions counted by
 # callgrind (a second run, each measured stretch dumped under its phase's name). Neither
 # depends on the host's load: they repeat run to run where times swing ±40 % under TCG.
 # As root, where the RDMA devices are (the VM): mounts tracefs for the syscall counter.
 set -euo pipefail
-[ $# = 3 ] || { echo "usage: costs.sh BUILD ADDRESS DEVICE" >&2; exit 2; }
+[ $# -ge 3 ] || { echo "usage: costs.sh BUILD ADDRESS DEVICE [BENCH...]  (default: every one)" >&2; exit 2; }
 build=$1 addr=$2 dev=$3
+shift 3
+only=" $* "
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -21,6 +23,7 @@ printf '%s: deterministic costs per operation, each phase vs raw in the same run
 printf '  %-32s %8s %12s %10s %14s %10s\n' phase ops syscalls/op "vs raw" instructions/op "vs raw"
 for b in "${benches[@]}"; do
     name=${b%% *}
+    [ "$only" = "  " ] || [[ $only == *" $name "* ]] || continue
     # Syscalls per op, and the op counts: a plain run.
     # shellcheck disable=SC2086
     "$build"/bench/$b >"$work/plain" || { cat "$work/plain"; exit 1; }
