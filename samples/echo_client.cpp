@@ -1,6 +1,7 @@
 // echo_client ADDRESS PORT [COUNT] [SIZE]: sends COUNT messages of SIZE bytes to an echo
 // server, one at a time (SIZE at least 8), checks each echo, and prints the round-trip latency — a
-// ping-pong over send/receive, written with co_await.
+// ping-pong over send/receive, written with co_await. It gives up once no echo came for 30 s
+// (a stall), however long a loaded machine takes for all of them.
 #include "echo.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <string>
 
 namespace asio = boost::asio;
 using asio::awaitable;
@@ -17,7 +19,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-awaitable<void> run(rdmacm::endpoint server, int count, std::size_t size) {
+constexpr auto stall_limit = 30s;
+
+// `echoes`: counted as they come (what the stall watch looks at).
+awaitable<void> run(rdmacm::endpoint server, int count, std::size_t size, int& echoes) {
     rdmacm::event_channel channel(co_await asio::this_coro::executor);
     auto peer = co_await sample::echo_peer::connect(channel, server, size);
     std::cout << "client: connected to " << peer->id().remote_endpoint() << std::endl;
@@ -25,6 +30,7 @@ awaitable<void> run(rdmacm::endpoint server, int count, std::size_t size) {
     for (int i = 0; i < count; ++i) {
         auto start = std::chrono::steady_clock::now();
         co_await peer->round_trip(static_cast<std::uint64_t>(i));
+        ++echoes;
         rtt_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
     }
     std::sort(rtt_us.begin(), rtt_us.end());
@@ -53,11 +59,15 @@ int main(int argc, char** argv) {
     try {
         asio::io_context ctx;
         rdmacm::endpoint server{asio::ip::make_address(argv[1]), static_cast<unsigned short>(std::stoi(argv[2]))};
-        asio::co_spawn(ctx, run(server, count, size), [](std::exception_ptr e) {
+        int echoes = 0;
+        asio::co_spawn(ctx, run(server, count, size, echoes), [](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
         });
-        ctx.run_for(60s);
-        if (!ctx.stopped()) throw std::runtime_error("timed out");
+        for (int before = echoes; !ctx.stopped(); before = echoes) {
+            ctx.run_for(stall_limit);
+            if (!ctx.stopped() && echoes == before)
+                throw std::runtime_error("timed out: no echo for 30 s, " + std::to_string(echoes) + " so far");
+        }
     } catch (const std::exception& e) {
         std::cerr << "client: " << e.what() << std::endl;
         return 1;

@@ -71,7 +71,10 @@ grep -q 'closed after 200 messages' "$out"
 start_server "$samples/sharded_echo_server" "$addr" 0 4
 clients=()
 for i in 1 2 3 4; do
-    timeout 120 "$samples/echo_client" "$addr" "$port" 2000 64 >"$out.$i" 2>&1 & clients+=($!)
+    # (The clients give up after 30 s without an echo; this bounds the whole, under the
+    # server's 240 s: four clients beside two VMs and a CPU hog made 1,440 round trips a
+    # minute each.)
+    timeout 200 "$samples/echo_client" "$addr" "$port" 2000 64 >"$out.$i" 2>&1 & clients+=($!)
 done
 failed=0 # every client's output is shown, and the server's, before a failure ends the test
 for i in 1 2 3 4; do
