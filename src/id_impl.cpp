@@ -428,7 +428,7 @@ void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec
     complete(ex, {std::move(handler), ec, {}, {}}, how::post);
 }
 
-void id_impl::complete(completion c, how mode) {
+void id_impl::complete(completion&& c, how mode) {
     settle_after settle{*this};
     complete(get_executor(), std::move(c), mode);
 }
@@ -465,7 +465,7 @@ void id_impl::context_gone() noexcept {
     }
 }
 
-void id_impl::complete(const executor_type& ex, completion c, how mode) {
+void id_impl::complete(const executor_type& ex, completion&& c, how mode) {
     if (!ex) return; // the id's context has shut down: nothing runs there any more
     std::visit(
         [&](auto& h) {

@@ -210,13 +210,13 @@ private:
     void finish_migration(error_code ec, void_handler& handler);
     // Completes a handler (or a batch) taken from the id: the id's work is let go of only
     // after it is handed over, even when one run inline throws (settle_after).
-    void complete(completion c, how mode = how::post);
+    void complete(completion&& c, how mode = how::post);
     void complete(std::vector<completion>& batch, how mode);
     struct settle_after {
         id_impl& self;
         ~settle_after();
     };
-    static void complete(const executor_type& ex, completion c, how mode);
+    static void complete(const executor_type& ex, completion&& c, how mode);
     // Lock held: keeps work on the id's executor while a handler waits in it.
     void update_busy() noexcept;
     void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
