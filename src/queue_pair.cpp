@@ -76,10 +76,11 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     if (options.max_send_sge == 0 || options.max_recv_sge == 0) // (every operation would be refused)
         throw boost::system::system_error(make_error_code(boost::system::errc::invalid_argument),
                                           "queue_pair_options: max_send_sge and max_recv_sge must be at least 1");
-    if (!id || id->closed()) throw boost::system::system_error(errc::not_open, "queue_pair: its CM id");
+    const auto id_closed = [] { return boost::system::system_error(errc::not_open, "queue_pair: its CM id"); };
+    if (!id || id->closed()) throw id_closed();
     id_impl::call_guard guard(*id); // a close() meanwhile cannot destroy the id under us
     rdma_cm_id* cm = guard.id();
-    if (!cm) throw boost::system::system_error(errc::not_open, "queue_pair: its CM id");
+    if (!cm) throw id_closed();
     if (!cm->verbs) throw boost::system::system_error(errc::no_device, "queue_pair");
     auto res = std::make_shared<cq_resources>();
     res->verbs = cm->verbs;
@@ -114,8 +115,7 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         limit(attr.cap.max_send_sge), limit(attr.cap.max_recv_sge),
         limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd)))};
     // From here the completion queue outlives the queue pair.
-    if (!id->attach(self)) // closed meanwhile
-        throw boost::system::system_error(errc::not_open, "queue_pair: its CM id");
+    if (!id->attach(self)) throw id_closed(); // closed meanwhile
     std::shared_ptr<cq_reader> reader;
     {
         // Made on the executor it has now (a move may end meanwhile), in place before its

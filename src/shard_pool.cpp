@@ -382,7 +382,7 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
     }
 }
 
-void pool_impl::stop(stop_mode mode) {
+void pool_impl::stop(pool_stop_mode mode) {
     std::vector<std::shared_ptr<id_impl>> to_close;
     {
         std::lock_guard lock(mutex_);
@@ -391,7 +391,7 @@ void pool_impl::stop(stop_mode mode) {
                 if (auto id = l.lock()) to_close.push_back(std::move(id));
         stopping_ = true;
         listeners_.clear();
-        if (mode == stop_mode::close)
+        if (mode == pool_stop_mode::close)
             for (auto& [key, state] : connections_)
                 if (auto id = state->id.lock()) to_close.push_back(std::move(id));
     }

@@ -14,6 +14,7 @@
 #include "rdmacm/listener.hpp"
 #include "rdmacm/memory_region.hpp"
 #include "rdmacm/placement.hpp"
+#include "rdmacm/pool_stop_mode.hpp"
 #include "rdmacm/qp_attr.hpp"
 #include "rdmacm/queue_pair.hpp"
 #include "rdmacm/receive_pool.hpp"

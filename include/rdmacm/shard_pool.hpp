@@ -7,6 +7,7 @@
 #include "rdmacm/detail/pool_impl.hpp"
 #include "rdmacm/listener.hpp"
 #include "rdmacm/placement.hpp"
+#include "rdmacm/pool_stop_mode.hpp"
 #include "rdmacm/rebalance.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -20,12 +21,6 @@
 #include <vector>
 
 namespace rdmacm {
-
-/// How `basic_shard_pool::stop` ends the connections.
-enum class pool_stop_mode {
-    close, ///< close every connection: its operations complete with operation_aborted
-    drain  ///< let every connection end on its own
-};
 
 /// N shards, each an io_context run by a thread of its own with an event channel of its own.
 /// Connection requests accepted anywhere are placed on a shard (`placement_policy`), their
@@ -205,10 +200,7 @@ public:
     /// end on its own (`drain`); then waits for every shard's io_context to run out of work
     /// and joins the threads. Called on one of the pool's threads it does not wait (the
     /// destructor does). Idempotent.
-    void stop(stop_mode mode = stop_mode::close) {
-        impl_->stop(mode == stop_mode::close ? detail::pool_impl::stop_mode::close
-                                             : detail::pool_impl::stop_mode::drain);
-    }
+    void stop(stop_mode mode = stop_mode::close) { impl_->stop(mode); }
 
 private:
     std::shared_ptr<detail::pool_impl> impl_;

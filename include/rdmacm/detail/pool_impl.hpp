@@ -8,6 +8,7 @@
 #include "rdmacm/event_channel.hpp"
 #include "rdmacm/listener.hpp"
 #include "rdmacm/placement.hpp"
+#include "rdmacm/pool_stop_mode.hpp"
 #include "rdmacm/rebalance.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -74,8 +75,7 @@ public:
                void_handler handler);
     void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler);
     void rebalance(const rebalance_plan& plan, rebalance_handler handler);
-    enum class stop_mode { close, drain };
-    void stop(stop_mode mode);
+    void stop(pool_stop_mode mode);
 
     void remove(pooled_state& state) noexcept;
 

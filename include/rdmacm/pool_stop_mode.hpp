@@ -1,0 +1,13 @@
+#pragma once
+/// @file
+/// How a `shard_pool`'s stop ends its connections.
+
+namespace rdmacm {
+
+/// How `basic_shard_pool::stop` ends the connections (one type for every executor type).
+enum class pool_stop_mode {
+    close, ///< close every connection: its operations complete with operation_aborted
+    drain  ///< let every connection end on its own
+};
+
+} // namespace rdmacm
