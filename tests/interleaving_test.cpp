@@ -8,15 +8,20 @@
 #include "support/noting_executor.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/execution/blocking.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/require.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <future>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
@@ -165,6 +170,32 @@ BOOST_AUTO_TEST_CASE(a_throwing_handler_leaves_the_reader_reading) {
     BOOST_TEST(run_until(
                    ctx, [&] { return r.has_value(); }, 10s),
                "the channel went deaf");
+}
+
+// A handler whose executor asks for blocking.never is queued, never run inside the reader's
+// read of its event, though that reader runs on the handler's own io_context: held in
+// rdma_get_cm_event with its event queued, the reader lets a function posted meanwhile run
+// before the handler (run inline, the handler came first).
+BOOST_AUTO_TEST_CASE(a_blocking_never_handler_is_queued_not_run_by_the_reader) {
+    channel_fixture f;
+    cm_id id(*f.channel);
+    run_until(
+        f.ctx, [] { return false; }, 100ms); // the channel's first read: the reader idle
+    faults::gate held("rdma_get_cm_event", f.channel->native_handle());
+    std::vector<std::string> order; // on the context's thread only
+    const auto never = asio::require(f.ctx.get_executor(), asio::execution::blocking.never);
+    id.async_resolve_address(device_endpoint(1), 2s,
+                             asio::bind_executor(never, [&](error_code) { order.push_back("handler"); }));
+    std::thread t([&] {
+        run_until(
+            f.ctx, [&] { return order.size() == 2; }, 10s);
+    });
+    const bool entered = held.wait_entered(); // the reader woken by the event: it is queued
+    asio::post(f.ctx, [&] { order.push_back("posted"); });
+    held.release();
+    t.join();
+    BOOST_REQUIRE_MESSAGE(entered, "the reader never read the event");
+    BOOST_TEST((order == std::vector<std::string>{"posted", "handler"}), "the handler ran inline in the reader");
 }
 
 // Finding 5: an operation started while its id moves (deferred until the move ends) is

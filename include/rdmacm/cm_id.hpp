@@ -70,13 +70,13 @@ public:
     /// system_error ("rdma_create_id") on failure. `ps`: RDMA_PS_TCP (RC), RDMA_PS_UDP (UD).
     template <typename ChannelExecutor>
     explicit basic_cm_id(basic_event_channel<ChannelExecutor>& channel, rdma_port_space ps = RDMA_PS_TCP)
-        : base(detail::core_executor(channel.get_executor()), detail::access::impl(channel), ps) {}
+        : base(boost::asio::any_io_executor(channel.get_executor()), detail::access::impl(channel), ps) {}
     template <typename ChannelExecutor>
     basic_cm_id(const executor_type& ex, basic_event_channel<ChannelExecutor>& channel,
                 rdma_port_space ps = RDMA_PS_TCP)
-        : base(detail::core_executor(ex), detail::access::impl(channel), ps) {}
+        : base(boost::asio::any_io_executor(ex), detail::access::impl(channel), ps) {}
     /// An empty (closed) id whose operations complete with errc::not_open.
-    explicit basic_cm_id(const executor_type& ex) noexcept : base(detail::core_executor(ex)) {}
+    explicit basic_cm_id(const executor_type& ex) noexcept : base(boost::asio::any_io_executor(ex)) {}
     basic_cm_id(basic_cm_id&&) noexcept = default;
     basic_cm_id& operator=(basic_cm_id&&) noexcept = default;
     /// Takes over an id of another executor type (e.g. a connection request's `cm_id` into

@@ -24,16 +24,6 @@ Executor executor_as(const boost::asio::any_io_executor& ex) {
                   "asio-rdmacm: an I/O object's Executor must be constructible from any_io_executor");
     return Executor(ex);
 }
-// The other way: the core's executor for a typed one. One that is an any_io_executor
-// underneath (as_default_on's executor_with_default) gives that one, not a wrapper of it:
-// the core sees the executor the user's is made of (and finds an io_context's running).
-template <typename Executor>
-boost::asio::any_io_executor core_executor(const Executor& ex) {
-    if constexpr (std::is_base_of_v<boost::asio::any_io_executor, Executor>)
-        return static_cast<const boost::asio::any_io_executor&>(ex);
-    else
-        return boost::asio::any_io_executor(ex);
-}
 } // namespace detail
 
 /// An RDMA CM event channel whose fd is watched by an Asio `posix::stream_descriptor`.
@@ -70,7 +60,7 @@ public:
     /// Creates the channel; throws `boost::system::system_error` naming the failed call
     /// (e.g. "rdma_create_event_channel": no RDMA CM in this kernel).
     explicit basic_event_channel(const executor_type& ex)
-        : executor_(ex), impl_(detail::channel_impl::create(detail::core_executor(ex))) {}
+        : executor_(ex), impl_(detail::channel_impl::create(boost::asio::any_io_executor(ex))) {}
     template <typename ExecutionContext,
               typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
     explicit basic_event_channel(ExecutionContext& ctx) : basic_event_channel(executor_type(ctx.get_executor())) {}

@@ -68,11 +68,11 @@ public:
     /// Throws system_error ("rdma_create_id") on failure.
     template <typename ChannelExecutor>
     explicit basic_listener(basic_event_channel<ChannelExecutor>& channel, rdma_port_space ps = RDMA_PS_TCP)
-        : base(detail::core_executor(channel.get_executor()), detail::access::impl(channel), ps) {}
+        : base(boost::asio::any_io_executor(channel.get_executor()), detail::access::impl(channel), ps) {}
     template <typename ChannelExecutor>
     basic_listener(const executor_type& ex, basic_event_channel<ChannelExecutor>& channel,
                    rdma_port_space ps = RDMA_PS_TCP)
-        : base(detail::core_executor(ex), detail::access::impl(channel), ps) {}
+        : base(boost::asio::any_io_executor(ex), detail::access::impl(channel), ps) {}
     basic_listener(basic_listener&&) noexcept = default;
     basic_listener& operator=(basic_listener&&) noexcept = default;
     /// Takes over a listener of another executor type.

@@ -109,10 +109,10 @@ public:
     /// closed), or errc::no_device (the id has no device yet: resolve its address first).
     template <typename IdExecutor>
     explicit basic_queue_pair(basic_cm_id<IdExecutor>& id, const queue_pair_options& options = {})
-        : executor_(detail::core_executor(id.get_executor())),
+        : executor_(boost::asio::any_io_executor(id.get_executor())),
           impl_(detail::qp_impl::create(detail::access::impl(id), options)) {}
     /// A queue pair that is not open (its operations fail with errc::not_open), on `ex`.
-    explicit basic_queue_pair(const executor_type& ex) : executor_(detail::core_executor(ex)) {}
+    explicit basic_queue_pair(const executor_type& ex) : executor_(ex) {}
     /// The moved-from queue pair is not open, on the same executor.
     basic_queue_pair(basic_queue_pair&& other) noexcept : executor_(other.executor_), impl_(std::move(other.impl_)) {}
     /// Takes over a queue pair of another executor type.

@@ -102,10 +102,10 @@ public:
     /// std::invalid_argument for a depth or message size of 0 or beyond 2^32 − 1.
     template <typename QueuePairExecutor>
     basic_receive_pool(basic_queue_pair<QueuePairExecutor>& qp, std::size_t depth, std::size_t message_size)
-        : executor_(detail::core_executor(qp.get_executor())),
+        : executor_(qp.get_executor()),
           impl_(detail::receive_pool_impl::create(detail::access::impl(qp), depth, message_size)) {}
     /// A pool that is not open (its operations fail with errc::not_open), on `ex`.
-    explicit basic_receive_pool(const executor_type& ex) : executor_(detail::core_executor(ex)) {}
+    explicit basic_receive_pool(const executor_type& ex) : executor_(ex) {}
     /// The moved-from pool is not open, on the same executor.
     basic_receive_pool(basic_receive_pool&& other) noexcept
         : executor_(other.executor_), impl_(std::move(other.impl_)) {}

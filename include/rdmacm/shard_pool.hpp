@@ -130,7 +130,7 @@ public:
         constexpr bool callable = std::is_invocable_r_v<boost::asio::awaitable<void>, Serve&, connection>;
         static_assert(callable, "async_serve: `serve` must be callable as awaitable<void>(rdmacm::connection)");
         if constexpr (callable) {
-            const boost::asio::any_io_executor ex = detail::core_executor(l.get_executor());
+            const boost::asio::any_io_executor ex(l.get_executor());
             return detail::async_start<void(error_code)>(
                 ex, std::forward<Token>(token),
                 [impl = impl_, source = detail::access::impl(l), ex,

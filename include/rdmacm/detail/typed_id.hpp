@@ -72,14 +72,15 @@ public:
     auto async_migrate(basic_event_channel<ChannelExecutor>& target,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return this->start_migrate(access::impl(target),
-                                   target.is_open() ? core_executor(target.get_executor()) : Base::get_executor(),
+                                   target.is_open() ? boost::asio::any_io_executor(target.get_executor())
+                                                    : Base::get_executor(),
                                    std::forward<Token>(token));
     }
     template <typename ChannelExecutor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                                             Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_migrate(basic_event_channel<ChannelExecutor>& target, const executor_type& ex,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return this->start_migrate(access::impl(target), core_executor(ex), std::forward<Token>(token));
+        return this->start_migrate(access::impl(target), boost::asio::any_io_executor(ex), std::forward<Token>(token));
     }
 
 protected:
