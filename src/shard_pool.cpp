@@ -370,12 +370,16 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
     auto op = std::make_shared<rebalance_op>(std::move(report), moves.size(), std::move(handler));
     for (const auto& m : moves) {
         move(find(m.key), m.to, [self = shared_from_this(), op, m, fallback](error_code moved) {
-            std::lock_guard lock(op->mutex);
-            if (moved)
-                op->report.failed.emplace_back(m, moved);
-            else
-                op->report.moved.push_back(m);
-            if (--op->remaining != 0) return;
+            {
+                std::lock_guard lock(op->mutex);
+                if (moved)
+                    op->report.failed.emplace_back(m, moved);
+                else
+                    op->report.moved.push_back(m);
+                if (--op->remaining != 0) return;
+            }
+            // The last move's: no other touches `op` now, and the user's handler (maybe run
+            // inline) runs with no lock of ours held.
             op->report.after = self->connection_counts();
             dispatch_to_handler(std::move(op->handler), fallback, error_code{}, std::move(op->report));
         });
