@@ -17,15 +17,6 @@
 
 namespace rdmacm::detail {
 
-// Runs `f` through `ex`'s target, when that is an io_context's executor or a strand of one
-// that would run it inline here (this thread runs that io_context, or is inside that strand,
-// and blocking.never is not asked for): that executor's own `execute` then runs it at once,
-// as dispatch would — the same fence, and an io_context's capture of an exception for run()
-// — without dispatch's path through the type-erased executor, which wraps the function
-// twice with work tracked between (about 2,000 instructions per completion, more than the
-// whole of a raw librdmacm event). `ex` as it comes out of a type-erased handler: an
-// any_completion_executor made from an any_io_executor has the latter's target. False, `f`
-// untouched, for any other executor.
 // A completion as an executor runs it: called as an lvalue, once.
 template <typename Handler, typename... Args>
 struct completion_call {

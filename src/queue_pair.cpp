@@ -401,7 +401,9 @@ void qp_impl::spin(const std::shared_ptr<cq_reader>& by) {
 }
 
 // On the current reader's strand (or after close): in order. A handler run inline that
-// throws leaves run() as Asio's do; the ones after it still complete, queued.
+// throws leaves run() as Asio's do: at once on a strand, the ones after it then completing
+// queued; after this pass on an io_context, whose executor keeps the exception for run()
+// and lets the rest run inline.
 void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex) {
     if (!ex) return; // the context has shut down
     struct settle_after {

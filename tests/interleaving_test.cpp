@@ -177,12 +177,16 @@ BOOST_AUTO_TEST_CASE(a_throwing_handler_leaves_the_reader_reading) {
 // rdma_get_cm_event with its event queued, the reader lets a function posted meanwhile run
 // before the handler (run inline, the handler came first).
 BOOST_AUTO_TEST_CASE(a_blocking_never_handler_is_queued_not_run_by_the_reader) {
+    std::vector<std::string> order; // on the context's thread only; outlives what the fixture runs
     channel_fixture f;
     cm_id id(*f.channel);
+    rdma_event_channel* ch = f.channel->native_handle();
+    // The channel's first read made (it found nothing): the gate holds the read of the event.
+    BOOST_REQUIRE(run_until(
+        f.ctx, [&] { return faults::calls("rdma_get_cm_event", ch) >= 1; }, 10s));
     run_until(
-        f.ctx, [] { return false; }, 100ms); // the channel's first read: the reader idle
-    faults::gate held("rdma_get_cm_event", f.channel->native_handle());
-    std::vector<std::string> order; // on the context's thread only
+        f.ctx, [] { return false; }, 100ms); // and whatever it queued: the reader idle
+    faults::gate held("rdma_get_cm_event", ch);
     const auto never = asio::require(f.ctx.get_executor(), asio::execution::blocking.never);
     id.async_resolve_address(device_endpoint(1), 2s,
                              asio::bind_executor(never, [&](error_code) { order.push_back("handler"); }));
