@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
         for (int before = echoes; !ctx.stopped(); before = echoes) {
             ctx.run_for(stall_limit);
             if (!ctx.stopped() && echoes == before)
-                throw std::runtime_error("timed out: no echo for 30 s, " + std::to_string(echoes) + " so far");
+                throw std::runtime_error("timed out: no echo for " + std::to_string(stall_limit.count()) + " s, " +
+                                         std::to_string(echoes) + " so far");
         }
     } catch (const std::exception& e) {
         std::cerr << "client: " << e.what() << std::endl;
