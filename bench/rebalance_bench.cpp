@@ -8,6 +8,7 @@
 
 #include <rdmacm/rdmacm.hpp>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -7,6 +7,7 @@
 // accepted, which the script checks against those the client asked for.
 #include <rdmacm/rdmacm.hpp>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -7,6 +7,7 @@
 // line says which thread ran it.
 #include <rdmacm/rdmacm.hpp>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>

@@ -12,6 +12,7 @@
 
 #include <rdmacm/rdmacm.hpp>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>

@@ -7,6 +7,7 @@
 
 #include <rdmacm/rdmacm.hpp>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>

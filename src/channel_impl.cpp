@@ -1,7 +1,7 @@
-#include "rdmacm/detail/channel_impl.hpp"
+#include "channel_impl.hpp"
 
 #include "rdmacm/detail/call_error.hpp"
-#include "rdmacm/detail/id_impl.hpp"
+#include "id_impl.hpp"
 
 #include <boost/system/system_error.hpp>
 
@@ -77,5 +77,12 @@ void channel_impl::drain() {
     // EAGAIN: drained. Anything else (ENOMEM) leaves the events queued: the next wait
     // fires again at once since the fd is still readable.
 }
+
+namespace channel_ops {
+std::shared_ptr<channel_impl> create(const boost::asio::any_io_executor& ex) { return channel_impl::create(ex); }
+rdma_event_channel* native(const channel_impl& channel) noexcept { return channel.native(); }
+std::uint64_t events_read(const channel_impl& channel) noexcept { return channel.events_read(); }
+void release(channel_impl& channel) noexcept { channel.remove_owner(); }
+} // namespace channel_ops
 
 } // namespace rdmacm::detail

@@ -1,5 +1,6 @@
 #include "rdmacm/cm_id.hpp"
 
+#include "id_impl.hpp"
 #include "rdmacm/detail/call_error.hpp"
 #include "rdmacm/listener.hpp"
 

@@ -1,6 +1,6 @@
 #include "rdmacm/connection.hpp"
 
-#include "rdmacm/detail/pool_impl.hpp"
+#include "pool_impl.hpp"
 
 namespace rdmacm {
 

@@ -1,4 +1,4 @@
-#include "rdmacm/detail/context_bound.hpp"
+#include "context_bound.hpp"
 
 #include <boost/asio/detail/reactive_descriptor_service.hpp>
 #include <boost/asio/execution/context.hpp>

@@ -1,4 +1,4 @@
-#include "rdmacm/detail/fd_reader.hpp"
+#include "fd_reader.hpp"
 
 #include "rdmacm/detail/call_error.hpp"
 

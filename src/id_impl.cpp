@@ -1,4 +1,4 @@
-#include "rdmacm/detail/id_impl.hpp"
+#include "id_impl.hpp"
 
 #include "rdmacm/connection_request.hpp"
 #include "rdmacm/detail/call_error.hpp"
@@ -486,5 +486,34 @@ void id_impl::complete(const executor_type& ex, completion&& c, how mode) {
         },
         c.handler);
 }
+
+namespace id_ops {
+boost::asio::any_io_executor executor(const id_impl& id) noexcept { return id.get_executor(); }
+rdma_cm_id* native(const id_impl& id) noexcept { return id.closed() ? nullptr : id.native(); }
+void cancel(id_impl& id) noexcept { id.cancel(); }
+void close(id_impl& id) noexcept { id.close(); }
+void start(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex, op_kind kind, any_handler h,
+           const op_call& call) {
+    if (id)
+        id->start(kind, std::move(h), call);
+    else
+        id_impl::refuse(ex, std::move(h), errc::not_open);
+}
+void migrate(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
+             const std::shared_ptr<channel_impl>& target, const boost::asio::any_io_executor& target_ex,
+             void_handler h) {
+    if (id && target)
+        id->migrate(target, target_ex, std::move(h));
+    else
+        id_impl::refuse(ex, std::move(h), id ? errc::channel_closed : errc::not_open);
+}
+void migrate_to_synchronous(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
+                            void_handler h) {
+    if (id)
+        id->migrate(nullptr, {}, std::move(h));
+    else
+        id_impl::refuse(ex, std::move(h), errc::not_open);
+}
+} // namespace id_ops
 
 } // namespace rdmacm::detail

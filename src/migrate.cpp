@@ -24,7 +24,7 @@
 // along: librdmacm's next blocking call would take it for its own. Back from synchronous
 // mode, the target channel's reader makes the call.
 #include "rdmacm/detail/call_error.hpp"
-#include "rdmacm/detail/id_impl.hpp"
+#include "id_impl.hpp"
 
 #include <boost/asio/post.hpp>
 

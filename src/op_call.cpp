@@ -1,7 +1,7 @@
 #include "rdmacm/detail/op_call.hpp"
 
 #include "rdmacm/detail/call_error.hpp"
-#include "rdmacm/detail/id_impl.hpp"
+#include "id_impl.hpp"
 
 namespace rdmacm::detail {
 

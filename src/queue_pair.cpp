@@ -3,6 +3,7 @@
 #include "rdmacm/detail/call_error.hpp"
 #include "device_release.hpp"
 #include "dispatch_to_handler.hpp"
+#include "qp_impl.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -147,16 +148,15 @@ void qp_impl::wait_idle() noexcept {
     for (int n; (n = verbs_calls_.load()) != 0;) verbs_calls_.wait(n);
 }
 
-error_code qp_impl::refusal(work_request::kind what, std::size_t buffers, std::size_t bytes, bool registered,
-                            std::uint32_t remote_length) const noexcept {
+error_code qp_impl::refusal(work_request::kind what, const gathered_buffers& found) const noexcept {
     using enum work_request::kind;
     const std::uint32_t most = what == send || what == write ? limits_.send
                                : what == receive             ? limits_.receive
                                                              : limits_.read;
-    if (buffers > most) return errc::too_many_buffers;
-    if (!registered) return errc::buffer_not_registered;
-    if (bytes > max_message_size) return make_error_code(boost::system::errc::message_size);
-    if ((what == write || what == read) && bytes > remote_length) return errc::remote_buffer_too_small;
+    if (found.count > most) return errc::too_many_buffers;
+    if (!found.registered) return errc::buffer_not_registered;
+    if (found.bytes > max_message_size) return make_error_code(boost::system::errc::message_size);
+    if ((what == write || what == read) && found.bytes > found.remote_length) return errc::remote_buffer_too_small;
     return {};
 }
 
@@ -517,6 +517,22 @@ void qp_impl::close() noexcept {
     for (auto& c : aborted) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
     settle();
 }
+
+namespace qp_ops {
+std::shared_ptr<qp_impl> create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options) {
+    return qp_impl::create(id, options);
+}
+boost::asio::any_io_executor executor(const qp_impl& qp) { return qp.get_executor(); }
+ibv_qp* native(const qp_impl& qp) noexcept { return qp.native(); }
+void close(qp_impl& qp) noexcept { qp.close(); }
+void post(const std::shared_ptr<qp_impl>& qp, const boost::asio::any_io_executor& ex, const work_request& wr,
+          const gathered_buffers& found, handler h) {
+    if (const error_code refusal = qp ? qp->refusal(wr.what, found) : error_code(errc::not_open))
+        qp_impl::refuse(ex, std::move(h), refusal);
+    else
+        qp->post(wr, std::move(h));
+}
+} // namespace qp_ops
 
 } // namespace detail
 

@@ -1,5 +1,7 @@
 #include "rdmacm/receive_pool.hpp"
 
+#include "receive_pool_impl.hpp"
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -19,7 +21,7 @@ constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
 std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_impl> qp, std::size_t depth,
                                                              std::size_t message_size) {
     if (!qp) throw boost::system::system_error(errc::not_open, "receive_pool: its queue pair");
-    if (!valid_sizes(depth, message_size))
+    if (!receive_pool_ops::valid_sizes(depth, message_size))
         throw std::invalid_argument("receive_pool: depth and message size must be in 1 .. 2^32 - 2");
     std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), depth, message_size));
     pool->qp_->on_destroyed([m = pool->memory_] { m->region.reset(); });
@@ -152,7 +154,8 @@ void receive_pool_impl::deliver(handler h) {
     woken_.reset();
     lock.unlock();
     received_message message;
-    if (!a.ec && a.slot != no_slot) message = access::make<received_message>(shared_from_this(), a.slot, a.size);
+    if (!a.ec && a.slot != no_slot)
+        message = access::make<received_message>(shared_from_this(), a.slot, data(a.slot, a.size));
     std::move(h)(a.ec, std::move(message));
 }
 
@@ -162,5 +165,23 @@ void receive_pool_impl::refuse(const boost::asio::any_io_executor& ex, handler h
     if (!ex) return;
     boost::asio::post(ex, boost::asio::append(std::move(h), ec, received_message{}));
 }
+
+namespace receive_pool_ops {
+std::shared_ptr<receive_pool_impl> create(const std::shared_ptr<qp_impl>& qp, std::size_t depth,
+                                          std::size_t message_size) {
+    return receive_pool_impl::create(qp, depth, message_size);
+}
+boost::asio::any_io_executor executor(const receive_pool_impl& pool) { return pool.executor(); }
+const memory_region& region(const receive_pool_impl& pool) noexcept { return pool.region(); }
+std::size_t message_size(const receive_pool_impl& pool) noexcept { return pool.message_size(); }
+void close(receive_pool_impl& pool) noexcept { pool.close(); }
+void receive(const std::shared_ptr<receive_pool_impl>& pool, const boost::asio::any_io_executor& ex, handler h) {
+    if (pool)
+        pool->receive(std::move(h));
+    else
+        receive_pool_impl::refuse(ex, std::move(h), errc::not_open);
+}
+void give_back(receive_pool_impl& pool, std::uint32_t slot) noexcept { pool.give_back(slot); }
+} // namespace receive_pool_ops
 
 } // namespace rdmacm::detail

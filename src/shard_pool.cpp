@@ -3,10 +3,10 @@
 // when the migration has completed, so its handlers are on the new shard from then on (the
 // strand keeps them in order across the switch). Counts per shard change under the pool's
 // mutex with the registry.
-#include "rdmacm/detail/pool_impl.hpp"
+#include "pool_impl.hpp"
 
 #include "rdmacm/detail/follow_executor.hpp"
-#include "rdmacm/detail/id_impl.hpp"
+#include "id_impl.hpp"
 #include "rdmacm/listener.hpp"
 
 #include "dispatch_to_handler.hpp"
@@ -417,5 +417,32 @@ void pool_impl::join() {
             if (s.thread.joinable()) s.thread.join();
     });
 }
+
+namespace pool_ops {
+std::shared_ptr<pool_impl> create(std::size_t shards, placement_policy placement, exception_handler on_exception) {
+    return pool_impl::create(shards, std::move(placement), std::move(on_exception));
+}
+std::size_t size(const pool_impl& pool) noexcept { return pool.size(); }
+boost::asio::any_io_executor executor(const pool_impl& pool, std::size_t shard) { return pool.get_executor(shard); }
+boost::asio::io_context& context(pool_impl& pool, std::size_t shard) { return pool.context(shard); }
+std::vector<std::size_t> connection_counts(const pool_impl& pool) { return pool.connection_counts(); }
+std::vector<connection_load> snapshot(const pool_impl& pool) { return pool.snapshot(); }
+std::optional<std::size_t> running_shard(const pool_impl& pool) noexcept { return pool.running_shard(); }
+void place(pool_impl& pool, connection_request request, place_handler h) {
+    pool.place(std::move(request), std::move(h));
+}
+void serve(pool_impl& pool, const std::shared_ptr<id_impl>& source, const boost::asio::any_io_executor& ex,
+           serve_function serve, void_handler h) {
+    pool.serve(source, ex, std::move(serve), std::move(h));
+}
+void move(pool_impl& pool, const std::shared_ptr<pooled_state>& connection, std::size_t to, void_handler h) {
+    pool.move(connection, to, std::move(h));
+}
+void move(pool_impl& pool, std::uint64_t key, std::size_t to, void_handler h) {
+    pool.move(pool.find(key), to, std::move(h));
+}
+void rebalance(pool_impl& pool, const rebalance_plan& plan, rebalance_handler h) { pool.rebalance(plan, std::move(h)); }
+void stop(pool_impl& pool, pool_stop_mode mode) { pool.stop(mode); }
+} // namespace pool_ops
 
 } // namespace rdmacm::detail

@@ -4,7 +4,7 @@
 // the event is copied and acked at once (as the reader does: destroy and migrate never
 // wait), and one that does not answer the call is kept for next_event, in order.
 #include "rdmacm/detail/call_error.hpp"
-#include "rdmacm/detail/id_impl.hpp"
+#include "id_impl.hpp"
 
 #include <boost/asio/error.hpp>
 

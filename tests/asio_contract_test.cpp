@@ -9,6 +9,7 @@
 #include "support/connection_pair.hpp"
 #include "support/fixture.hpp"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

@@ -4,6 +4,8 @@
 #include "support/fixture.hpp"
 #include "support/open_fds.hpp"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>

@@ -3,6 +3,7 @@
 // where handlers run.
 #include "support/fixture.hpp"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/deferred.hpp>

@@ -3,6 +3,7 @@
 // moved and ended with token-less co_await, as an Asio user writes it first.
 #include "support/fixture.hpp"
 
+#include <boost/asio/strand.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -5,6 +5,7 @@
 #include "support/faults.hpp"
 #include "support/fixture.hpp"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <set>

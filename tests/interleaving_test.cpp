@@ -7,6 +7,8 @@
 #include "support/fixture.hpp"
 #include "support/noting_executor.hpp"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>

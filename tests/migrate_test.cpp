@@ -4,6 +4,8 @@
 #include "support/fixture.hpp"
 #include "support/threads.hpp"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>

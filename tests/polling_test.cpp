@@ -8,6 +8,7 @@
 #include "support/faults.hpp"
 #include "support/fixture.hpp"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 // connection count is what siw allows, and 1,000 ids resolve through one channel instead.
 #include "support/fixture.hpp"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 

@@ -9,6 +9,7 @@
 
 #include "echo.hpp" // the samples' echo service and client
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/detached.hpp>

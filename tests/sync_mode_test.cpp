@@ -5,6 +5,7 @@
 #include "support/open_fds.hpp"
 #include "support/threads.hpp"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>

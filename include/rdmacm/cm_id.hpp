@@ -215,11 +215,8 @@ public:
     auto async_migrate(synchronous_t, Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(detail::id_handle::get_executor(), std::forward<Token>(token),
                                                      [this_ex = this->executor_, impl = this->impl_](auto handler) {
-                                                         if (impl)
-                                                             impl->migrate(nullptr, {}, std::move(handler));
-                                                         else
-                                                             detail::id_impl::refuse(this_ex, std::move(handler),
-                                                                                     errc::not_open);
+                                                         detail::id_ops::migrate_to_synchronous(impl, this_ex,
+                                                                                                std::move(handler));
                                                      });
     }
 

@@ -62,7 +62,7 @@ struct attach_queue_pair {
     error_code before_connect(basic_cm_id<Executor>& id) {
         if (raw_qp_too) return RDMACM_CALL_ERRNO("connect_options::qp", EINVAL);
         // Beyond the queue's receives, the pool would fail its own posts later, unseen.
-        if (!receive_pool_impl::valid_sizes(receives.depth, receives.message_size) ||
+        if (!receive_pool_ops::valid_sizes(receives.depth, receives.message_size) ||
             receives.depth > qp_options.max_recv_wr)
             return RDMACM_CALL_ERRNO("receive_pool", EINVAL);
         try {

@@ -2,7 +2,7 @@
 /// @file
 /// `rdmacm::event_channel`: an `rdma_event_channel` driven by Asio.
 #include "rdmacm/detail/access.hpp"
-#include "rdmacm/detail/channel_impl.hpp"
+#include "rdmacm/detail/channel_ops.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/execution_context.hpp>
@@ -60,7 +60,7 @@ public:
     /// Creates the channel; throws `boost::system::system_error` naming the failed call
     /// (e.g. "rdma_create_event_channel": no RDMA CM in this kernel).
     explicit basic_event_channel(const executor_type& ex)
-        : executor_(ex), impl_(detail::channel_impl::create(boost::asio::any_io_executor(ex))) {}
+        : executor_(ex), impl_(detail::channel_ops::create(boost::asio::any_io_executor(ex))) {}
     template <typename ExecutionContext,
               typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
     explicit basic_event_channel(ExecutionContext& ctx) : basic_event_channel(executor_type(ctx.get_executor())) {}
@@ -89,19 +89,19 @@ public:
     /// The executor the channel's reader and, by default, its ids run on.
     const executor_type& get_executor() const noexcept { return executor_; }
     /// The librdmacm channel (still owned by this object).
-    native_handle_type native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
+    native_handle_type native_handle() const noexcept { return impl_ ? detail::channel_ops::native(*impl_) : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }
     /// Lets go of the channel: this object is closed (ids can no longer be made on it:
     /// errc::channel_closed), and the channel itself ends once its last id is gone, its
     /// reader then leaving the execution context. Idempotent; also done by the destructor.
     void close() noexcept { release(); }
     /// Number of CM events read so far.
-    std::uint64_t events_read() const noexcept { return impl_ ? impl_->events_read() : 0; }
+    std::uint64_t events_read() const noexcept { return impl_ ? detail::channel_ops::events_read(*impl_) : 0; }
 
 private:
     friend struct detail::access;
     void release() noexcept {
-        if (impl_) std::exchange(impl_, nullptr)->remove_owner();
+        if (impl_) detail::channel_ops::release(*std::exchange(impl_, nullptr));
     }
     executor_type executor_;
     std::shared_ptr<detail::channel_impl> impl_;

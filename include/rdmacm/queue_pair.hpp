@@ -4,12 +4,13 @@
 /// Asio asynchronous operations, completions read through the completion channel's fd or
 /// polled by the context's thread (`queue_pair_options::poll_for`).
 #include "rdmacm/cm_id.hpp"
-#include "rdmacm/detail/qp_impl.hpp"
+#include "rdmacm/detail/qp_ops.hpp"
 #include "rdmacm/memory_region.hpp"
 #include "rdmacm/registered_buffer.hpp"
 
 #include <boost/asio/async_result.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <span>
@@ -110,7 +111,7 @@ public:
     template <typename IdExecutor>
     explicit basic_queue_pair(basic_cm_id<IdExecutor>& id, const queue_pair_options& options = {})
         : executor_(boost::asio::any_io_executor(id.get_executor())),
-          impl_(detail::qp_impl::create(detail::access::impl(id), options)) {}
+          impl_(detail::qp_ops::create(detail::access::impl(id), options)) {}
     /// A queue pair that is not open (its operations fail with errc::not_open), on `ex`.
     explicit basic_queue_pair(const executor_type& ex) : executor_(ex) {}
     /// The moved-from queue pair is not open, on the same executor.
@@ -131,16 +132,16 @@ public:
 
     /// The id's executor (it follows the id's migrations).
     executor_type get_executor() const {
-        return detail::executor_as<Executor>(impl_ ? impl_->get_executor() : executor_);
+        return detail::executor_as<Executor>(impl_ ? detail::qp_ops::executor(*impl_) : executor_);
     }
-    native_handle_type native_handle() const noexcept { return impl_ ? impl_->native() : nullptr; }
+    native_handle_type native_handle() const noexcept { return impl_ ? detail::qp_ops::native(*impl_) : nullptr; }
     /// The protection domain to register memory with.
-    ibv_pd* pd() const noexcept { return impl_ ? impl_->native()->pd : nullptr; }
+    ibv_pd* pd() const noexcept { return impl_ ? detail::qp_ops::native(*impl_)->pd : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }
     /// Completes every outstanding operation with operation_aborted; later ones get
     /// errc::not_open. The queue pair itself goes with the id.
     void close() noexcept {
-        if (auto impl = std::move(impl_)) impl->close();
+        if (auto impl = std::move(impl_)) detail::qp_ops::close(*impl);
     }
 
     /// Sends one message gathered from `buffers`: a `const_registered_buffer` (see
@@ -257,26 +258,22 @@ private:
     template <typename Buffer, typename Buffers, typename Token>
     auto start(detail::work_request::kind what, const Buffers& buffers, const remote_buffer& remote, Token&& token) {
         auto impl = impl_; // (read once: a close() may take it away meanwhile)
-        boost::asio::any_io_executor ex = impl ? impl->get_executor() : executor_;
+        boost::asio::any_io_executor ex = impl ? detail::qp_ops::executor(*impl) : executor_;
         return detail::async_start<void(error_code, std::size_t), detail::work_of_followers::by_object>(
             ex, std::forward<Token>(token), [ex, impl = std::move(impl), what, buffers, remote](auto handler) {
                 std::array<ibv_sge, detail::max_buffers_per_operation> sges;
-                std::size_t n = 0, bytes = 0;
-                bool registered = true;
+                detail::gathered_buffers found{.remote_length = remote.length};
                 detail::for_each_buffer<Buffer>(buffers, [&](const Buffer& b) {
-                    if (n < sges.size())
-                        sges[n] = {reinterpret_cast<std::uintptr_t>(b.data()), static_cast<std::uint32_t>(b.size()),
-                                   b.lkey()};
-                    ++n; // (beyond the array: refused, never posted)
-                    bytes += b.size();
-                    registered = registered && b.registered();
+                    if (found.count < sges.size())
+                        sges[found.count] = {reinterpret_cast<std::uintptr_t>(b.data()),
+                                             static_cast<std::uint32_t>(b.size()), b.lkey()};
+                    ++found.count; // (beyond the array: refused, never posted)
+                    found.bytes += b.size();
+                    found.registered = found.registered && b.registered();
                 });
-                const error_code refusal =
-                    impl ? impl->refusal(what, n, bytes, registered, remote.length) : error_code(errc::not_open);
-                if (refusal)
-                    detail::qp_impl::refuse(ex, std::move(handler), refusal);
-                else
-                    impl->post({what, std::span(sges).first(n), remote.address, remote.rkey}, std::move(handler));
+                const auto n = std::min(found.count, sges.size());
+                detail::qp_ops::post(impl, ex, {what, std::span(sges).first(n), remote.address, remote.rkey}, found,
+                                     std::move(handler));
             });
     }
 

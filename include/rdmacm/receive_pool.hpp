@@ -4,7 +4,7 @@
 /// order — a receive that can time out without losing what comes later.
 #include "rdmacm/detail/access.hpp"
 #include "rdmacm/detail/async_start.hpp"
-#include "rdmacm/detail/receive_pool_impl.hpp"
+#include "rdmacm/detail/receive_pool_ops.hpp"
 #include "rdmacm/queue_pair.hpp"
 
 #include <boost/asio/async_result.hpp>
@@ -26,13 +26,13 @@ class received_message {
 public:
     received_message() noexcept = default;
     received_message(received_message&& other) noexcept
-        : pool_(std::move(other.pool_)), slot_(other.slot_), size_(other.size_) {}
+        : pool_(std::move(other.pool_)), data_(other.data_), slot_(other.slot_) {}
     received_message& operator=(received_message&& other) noexcept {
         if (this != &other) {
             give_back();
             pool_ = std::move(other.pool_);
+            data_ = other.data_;
             slot_ = other.slot_;
-            size_ = other.size_;
         }
         return *this;
     }
@@ -40,23 +40,23 @@ public:
     received_message& operator=(const received_message&) = delete;
     ~received_message() { give_back(); }
 
-    std::span<const std::byte> data() const noexcept {
-        return pool_ ? pool_->data(slot_, size_) : std::span<const std::byte>{};
-    }
-    std::size_t size() const noexcept { return pool_ ? size_ : 0; }
+    std::span<const std::byte> data() const noexcept { return pool_ ? data_ : std::span<const std::byte>{}; }
+    std::size_t size() const noexcept { return data().size(); }
     bool empty() const noexcept { return size() == 0; }
 
 private:
     friend struct detail::access;
-    // A message in buffer `slot` of `pool` (made by the library).
-    received_message(std::shared_ptr<detail::receive_pool_impl> pool, std::uint32_t slot, std::uint32_t size) noexcept
-        : pool_(std::move(pool)), slot_(slot), size_(size) {}
+    // A message, `data`, in buffer `slot` of `pool` (made by the library).
+    received_message(std::shared_ptr<detail::receive_pool_impl> pool, std::uint32_t slot,
+                     std::span<const std::byte> data) noexcept
+        : pool_(std::move(pool)), data_(data), slot_(slot) {}
 
     void give_back() noexcept {
-        if (auto pool = std::move(pool_)) pool->give_back(slot_);
+        if (auto pool = std::move(pool_)) detail::receive_pool_ops::give_back(*pool, slot_);
     }
     std::shared_ptr<detail::receive_pool_impl> pool_;
-    std::uint32_t slot_ = 0, size_ = 0;
+    std::span<const std::byte> data_;
+    std::uint32_t slot_ = 0;
 };
 
 /// A receive pool's size (what the composed `async_connect` posts before it connects).
@@ -103,7 +103,7 @@ public:
     template <typename QueuePairExecutor>
     basic_receive_pool(basic_queue_pair<QueuePairExecutor>& qp, std::size_t depth, std::size_t message_size)
         : executor_(qp.get_executor()),
-          impl_(detail::receive_pool_impl::create(detail::access::impl(qp), depth, message_size)) {}
+          impl_(detail::receive_pool_ops::create(detail::access::impl(qp), depth, message_size)) {}
     /// A pool that is not open (its operations fail with errc::not_open), on `ex`.
     explicit basic_receive_pool(const executor_type& ex) : executor_(ex) {}
     /// The moved-from pool is not open, on the same executor.
@@ -120,20 +120,22 @@ public:
     ~basic_receive_pool() { close(); }
 
     /// The queue pair's executor (it follows the id's migrations).
-    executor_type get_executor() const { return detail::executor_as<Executor>(impl_ ? impl_->executor() : executor_); }
+    executor_type get_executor() const {
+        return detail::executor_as<Executor>(impl_ ? detail::receive_pool_ops::executor(*impl_) : executor_);
+    }
     /// The memory the messages are in: a message's `data()` can be sent from it as it is.
     /// Throws system_error (errc::not_open) on a pool that is not open.
     const memory_region& region() const {
         if (!impl_) throw boost::system::system_error(errc::not_open, "receive_pool::region");
-        return impl_->region();
+        return detail::receive_pool_ops::region(*impl_);
     }
     /// 0 when not open.
-    std::size_t message_size() const noexcept { return impl_ ? impl_->message_size() : 0; }
+    std::size_t message_size() const noexcept { return impl_ ? detail::receive_pool_ops::message_size(*impl_) : 0; }
     bool is_open() const noexcept { return impl_ != nullptr; }
 
     /// Ends a waiting operation (operation_aborted); later ones get errc::not_open.
     void close() noexcept {
-        if (auto impl = std::move(impl_)) impl->close();
+        if (auto impl = std::move(impl_)) detail::receive_pool_ops::close(*impl);
     }
 
     /// Takes the next message, in the order they arrived; waits for one if none is there.
@@ -152,14 +154,10 @@ public:
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, received_message))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_receive(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        boost::asio::any_io_executor ex = impl_ ? impl_->executor() : executor_;
+        boost::asio::any_io_executor ex = impl_ ? detail::receive_pool_ops::executor(*impl_) : executor_;
         return detail::async_start<void(error_code, received_message)>(
-            ex, std::forward<Token>(token), [impl = impl_, ex](auto handler) {
-                if (impl)
-                    impl->receive(std::move(handler));
-                else
-                    detail::receive_pool_impl::refuse(ex, std::move(handler), errc::not_open);
-            });
+            ex, std::forward<Token>(token),
+            [impl = impl_, ex](auto handler) { detail::receive_pool_ops::receive(impl, ex, std::move(handler)); });
     }
 
 private:

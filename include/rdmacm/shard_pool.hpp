@@ -4,7 +4,7 @@
 /// io_contexts, with live rebalancing.
 #include "rdmacm/connection.hpp"
 #include "rdmacm/detail/async_start.hpp"
-#include "rdmacm/detail/pool_impl.hpp"
+#include "rdmacm/detail/pool_ops.hpp"
 #include "rdmacm/listener.hpp"
 #include "rdmacm/placement.hpp"
 #include "rdmacm/pool_stop_mode.hpp"
@@ -64,22 +64,24 @@ public:
     /// swallowed silently.
     explicit basic_shard_pool(std::size_t shards, placement_policy placement = round_robin(),
                               exception_handler on_exception = {})
-        : impl_(detail::pool_impl::create(shards, std::move(placement), std::move(on_exception))) {}
+        : impl_(detail::pool_ops::create(shards, std::move(placement), std::move(on_exception))) {}
     basic_shard_pool(const basic_shard_pool&) = delete;
     basic_shard_pool& operator=(const basic_shard_pool&) = delete;
     /// `stop(stop_mode::close)`.
     ~basic_shard_pool() { stop(stop_mode::close); }
 
-    std::size_t size() const noexcept { return impl_->size(); }
+    std::size_t size() const noexcept { return detail::pool_ops::size(*impl_); }
     /// Shard `i`'s io_context executor (throws std::out_of_range past the end).
-    executor_type get_executor(std::size_t i) const { return detail::executor_as<Executor>(impl_->get_executor(i)); }
-    boost::asio::io_context& context(std::size_t i) { return impl_->context(i); }
+    executor_type get_executor(std::size_t i) const {
+        return detail::executor_as<Executor>(detail::pool_ops::executor(*impl_, i));
+    }
+    boost::asio::io_context& context(std::size_t i) { return detail::pool_ops::context(*impl_, i); }
     /// Connections on each shard now.
-    std::vector<std::size_t> connection_counts() const { return impl_->connection_counts(); }
+    std::vector<std::size_t> connection_counts() const { return detail::pool_ops::connection_counts(*impl_); }
     /// Every connection's key, shard and load now, oldest first.
-    std::vector<connection_load> snapshot() const { return impl_->snapshot(); }
+    std::vector<connection_load> snapshot() const { return detail::pool_ops::snapshot(*impl_); }
     /// The shard whose thread calls this; empty on any other thread.
-    std::optional<std::size_t> running_shard() const noexcept { return impl_->running_shard(); }
+    std::optional<std::size_t> running_shard() const noexcept { return detail::pool_ops::running_shard(*impl_); }
 
     /// Places a connection request (from any listener) on the shard the placement policy
     /// picks: the request's id moves to that shard's event channel, then the handler gets the
@@ -97,9 +99,9 @@ public:
     auto async_place(connection_request request,
                      Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code, connection)>(
-            impl_->get_executor(0), std::forward<Token>(token),
+            detail::pool_ops::executor(*impl_, 0), std::forward<Token>(token),
             [impl = impl_, r = std::move(request)](auto handler) mutable {
-                impl->place(std::move(r), std::move(handler));
+                detail::pool_ops::place(*impl, std::move(r), std::move(handler));
             });
     }
 
@@ -134,8 +136,8 @@ public:
             return detail::async_start<void(error_code)>(
                 ex, std::forward<Token>(token),
                 [impl = impl_, source = detail::access::impl(l), ex,
-                 s = detail::pool_impl::serve_function(std::move(serve))](auto handler) mutable {
-                    impl->serve(source, ex, std::move(s), std::move(handler));
+                 s = detail::pool_ops::serve_function(std::move(serve))](auto handler) mutable {
+                    detail::pool_ops::serve(*impl, source, ex, std::move(s), std::move(handler));
                 });
         }
     }
@@ -158,9 +160,11 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_move(const connection& c, std::size_t to,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return detail::async_start<void(error_code)>(
-            impl_->get_executor(to < size() ? to : 0), std::forward<Token>(token),
-            [impl = impl_, s = detail::access::state(c), to](auto handler) { impl->move(s, to, std::move(handler)); });
+        return detail::async_start<void(error_code)>(detail::pool_ops::executor(*impl_, to < size() ? to : 0),
+                                                     std::forward<Token>(token),
+                                                     [impl = impl_, s = detail::access::state(c), to](auto handler) {
+                                                         detail::pool_ops::move(*impl, s, to, std::move(handler));
+                                                     });
     }
     /// The same, for the connection with key `key` (`connection::key()`, `snapshot()`):
     /// errc::not_open if there is none.
@@ -173,8 +177,8 @@ public:
     auto async_move(std::uint64_t key, std::size_t to,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(
-            impl_->get_executor(to < size() ? to : 0), std::forward<Token>(token),
-            [impl = impl_, key, to](auto handler) { impl->move(impl->find(key), to, std::move(handler)); });
+            detail::pool_ops::executor(*impl_, to < size() ? to : 0), std::forward<Token>(token),
+            [impl = impl_, key, to](auto handler) { detail::pool_ops::move(*impl, key, to, std::move(handler)); });
     }
 
     /// Takes a snapshot, asks `plan` which connections to move, and moves them all (at once).
@@ -191,8 +195,10 @@ public:
     auto async_rebalance(rebalance_plan plan,
                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code, rebalance_report)>(
-            impl_->get_executor(0), std::forward<Token>(token),
-            [impl = impl_, p = std::move(plan)](auto handler) { impl->rebalance(p, std::move(handler)); });
+            detail::pool_ops::executor(*impl_, 0), std::forward<Token>(token),
+            [impl = impl_, p = std::move(plan)](auto handler) {
+                detail::pool_ops::rebalance(*impl, p, std::move(handler));
+            });
     }
 
     /// Stops: closes the listeners being served (their pending requests are rejected) and
@@ -200,7 +206,7 @@ public:
     /// end on its own (`drain`); then waits for every shard's io_context to run out of work
     /// and joins the threads. Called on one of the pool's threads it does not wait (the
     /// destructor does). Idempotent.
-    void stop(stop_mode mode = stop_mode::close) { impl_->stop(mode); }
+    void stop(stop_mode mode = stop_mode::close) { detail::pool_ops::stop(*impl_, mode); }
 
 private:
     std::shared_ptr<detail::pool_impl> impl_;

@@ -3,7 +3,7 @@
 // id_impl, and the operations that make sense on both (close, cancel, addresses); the
 // asynchronous ones they share are typed_id's.
 #include "rdmacm/detail/async_start.hpp"
-#include "rdmacm/detail/id_impl.hpp"
+#include "rdmacm/detail/id_ops.hpp"
 #include "rdmacm/endpoint.hpp"
 #include "rdmacm/event_channel.hpp"
 
@@ -18,23 +18,23 @@ public:
 
     /// The executor completion handlers run on unless they have their own: the one the id
     /// was created with, or the one it last migrated to.
-    executor_type get_executor() const noexcept { return impl_ ? impl_->get_executor() : executor_; }
+    executor_type get_executor() const noexcept { return impl_ ? id_ops::executor(*impl_) : executor_; }
     /// The librdmacm id (still owned by this object); nullptr when closed.
-    native_handle_type native_handle() const noexcept { return impl_ && !impl_->closed() ? impl_->native() : nullptr; }
+    native_handle_type native_handle() const noexcept { return impl_ ? id_ops::native(*impl_) : nullptr; }
     bool is_open() const noexcept { return native_handle() != nullptr; }
 
     /// Aborts every outstanding operation: their handlers get operation_aborted. CM work
     /// already started in the kernel (a resolution, a connect) goes on, its events are
     /// dropped; a cancelled connect leaves an id that is only good for close().
     void cancel() noexcept {
-        if (impl_) impl_->cancel();
+        if (impl_) id_ops::cancel(*impl_);
     }
     /// Cancels, then destroys the id and its queue pair on the library's destroyer thread
     /// (librdmacm's destroy can block: siw holds a connecting id up to 10 s), never on an
     /// io_context thread. A connection request never accepted is rejected. Idempotent;
     /// also done by the destructor.
     void close() noexcept {
-        if (impl_) impl_->close();
+        if (impl_) id_ops::close(*impl_);
     }
 
     /// The bound / resolved local address; empty endpoint when there is none.
@@ -59,7 +59,7 @@ public:
 protected:
     friend struct access;
     static executor_type executor_of(const std::shared_ptr<id_impl>& impl) noexcept {
-        return impl ? impl->get_executor() : executor_type{};
+        return impl ? id_ops::executor(*impl) : executor_type{};
     }
     // `impl` by reference: callers may read the executor from it in the same call.
     id_handle(executor_type ex, std::shared_ptr<id_impl>&& impl) noexcept
@@ -73,23 +73,17 @@ protected:
         return async_start<Signature, work_of_followers::by_object>(
             get_executor(), std::forward<Token>(token),
             [ex = executor_, impl = impl_, kind, call = std::move(call)](auto handler) {
-                if (impl)
-                    impl->start(kind, std::move(handler), call);
-                else
-                    id_impl::refuse(ex, std::move(handler), errc::not_open);
+                id_ops::start(impl, ex, kind, std::move(handler), call);
             });
     }
 
     // Moves the id to the channel `target`, its handlers then on `ex` (see async_migrate).
     template <typename Token>
     auto start_migrate(const std::shared_ptr<channel_impl>& target, const executor_type& ex, Token&& token) {
-        return async_start<void(error_code)>(
-            ex, std::forward<Token>(token), [this_ex = executor_, impl = impl_, target, ex](auto handler) {
-                if (impl && target)
-                    impl->migrate(target, ex, std::move(handler));
-                else
-                    id_impl::refuse(this_ex, std::move(handler), impl ? errc::channel_closed : errc::not_open);
-            });
+        return async_start<void(error_code)>(ex, std::forward<Token>(token),
+                                             [this_ex = executor_, impl = impl_, target, ex](auto handler) {
+                                                 id_ops::migrate(impl, this_ex, target, ex, std::move(handler));
+                                             });
     }
 
     executor_type executor_;

@@ -13,7 +13,8 @@
 // Lifetime: each posted receive's handler holds the pool, because the device writes into
 // its buffer until the receive completes (flushed, at the latest, when the queue pair
 // closes). Messages handed out hold it too: they give their buffer back when destroyed.
-#include "rdmacm/detail/qp_impl.hpp"
+#include "qp_impl.hpp"
+#include "rdmacm/detail/receive_pool_ops.hpp"
 #include "rdmacm/error.hpp"
 #include "rdmacm/memory_region.hpp"
 
@@ -37,18 +38,11 @@ namespace rdmacm::detail {
 
 class receive_pool_impl : public std::enable_shared_from_this<receive_pool_impl> {
 public:
-    using handler = boost::asio::any_completion_handler<void(error_code, received_message)>;
-
-    // Whether a pool can have `depth` buffers of `message_size` bytes (each 1 .. 2^32 − 2:
-    // slots and sizes are 32-bit in work requests and completions).
-    static constexpr bool valid_sizes(std::size_t depth, std::size_t message_size) noexcept {
-        constexpr std::size_t most = std::numeric_limits<std::uint32_t>::max() - 1;
-        return depth != 0 && message_size != 0 && depth <= most && message_size <= most;
-    }
+    using handler = receive_pool_ops::handler;
 
     // Registers `depth` buffers of `message_size` bytes on the queue pair's protection
     // domain and posts a receive into each; throws system_error ("ibv_reg_mr"), or
-    // std::invalid_argument for sizes that are not valid_sizes().
+    // std::invalid_argument for sizes that are not receive_pool_ops::valid_sizes().
     static std::shared_ptr<receive_pool_impl> create(std::shared_ptr<qp_impl> qp, std::size_t depth,
                                                      std::size_t message_size);
 

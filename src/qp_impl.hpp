@@ -13,9 +13,10 @@
 // Polling mode (queue_pair_options::poll_for): the current reader, once woken, goes on
 // polling in slices posted to its strand (no system call per completion), and re-arms the
 // queue and sleeps only when it has been idle long enough or nothing is outstanding.
-#include "rdmacm/detail/fd_reader.hpp"
-#include "rdmacm/detail/id_impl.hpp"
-#include "rdmacm/detail/work_request_table.hpp"
+#include "fd_reader.hpp"
+#include "id_impl.hpp"
+#include "rdmacm/detail/qp_ops.hpp"
+#include "work_request_table.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 
@@ -36,25 +37,10 @@ struct queue_pair_options;
 
 namespace rdmacm::detail {
 
-// The most buffers one operation takes (its scatter/gather list is built on the stack).
-inline constexpr std::size_t max_buffers_per_operation = 32;
-// The largest message refused no further (InfiniBand's 2^31; a bigger one would not fit the
-// 32-bit lengths of a scatter/gather list or a work completion). A device may allow less.
-inline constexpr std::size_t max_message_size = std::size_t{1} << 31;
-
-// One work request: what to post, from which registered memory.
-struct work_request {
-    enum class kind : std::uint8_t { send, receive, write, read };
-    kind what;
-    std::span<const ibv_sge> buffers;
-    std::uint64_t remote_address = 0; // write, read
-    std::uint32_t rkey = 0;
-};
-
 class qp_impl : public id_impl::data_path, public std::enable_shared_from_this<qp_impl> {
 public:
     using executor_type = boost::asio::any_io_executor;
-    using handler = boost::asio::any_completion_handler<void(error_code, std::size_t)>;
+    using handler = qp_ops::handler;
 
     // Creates the completion channel and queue, and the queue pair on `id` (through
     // rdma_create_qp), and attaches to it; throws system_error naming the failed call.
@@ -68,11 +54,9 @@ public:
         return executor_.get();
     }
 
-    // Why an operation of `what` on `buffers` buffers of `bytes` in all is refused before
-    // anything is posted (none: it may go), `registered` being whether each lies inside
-    // its region, `remote_length` the peer's buffer's (write, read).
-    error_code refusal(work_request::kind what, std::size_t buffers, std::size_t bytes, bool registered,
-                       std::uint32_t remote_length) const noexcept;
+    // Why an operation of `what` on the buffers `found` is refused before anything is
+    // posted (none: it may go).
+    error_code refusal(work_request::kind what, const gathered_buffers& found) const noexcept;
     // Posts `wr` (not refused); `h` completes with the work completion's status and byte
     // count. A terminal cancellation through `h`'s slot puts the queue pair in error (see cancel).
     void post(const work_request& wr, handler h);

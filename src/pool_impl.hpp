@@ -4,7 +4,8 @@
 // be called from any thread; one mutex guards the registry and the shards' channels.
 #include "rdmacm/connection.hpp"
 #include "rdmacm/connection_request.hpp"
-#include "rdmacm/detail/context_bound.hpp"
+#include "context_bound.hpp"
+#include "rdmacm/detail/pool_ops.hpp"
 #include "rdmacm/event_channel.hpp"
 #include "rdmacm/listener.hpp"
 #include "rdmacm/placement.hpp"
@@ -50,11 +51,11 @@ struct pooled_state {
 class pool_impl : public std::enable_shared_from_this<pool_impl> {
 public:
     using executor_type = boost::asio::any_io_executor;
-    using void_handler = boost::asio::any_completion_handler<void(error_code)>;
-    using place_handler = boost::asio::any_completion_handler<void(error_code, connection)>;
-    using rebalance_handler = boost::asio::any_completion_handler<void(error_code, rebalance_report)>;
-    using serve_function = std::function<boost::asio::awaitable<void>(connection)>;
-    using exception_handler = std::function<void(std::size_t shard, std::exception_ptr)>;
+    using void_handler = pool_ops::void_handler;
+    using place_handler = pool_ops::place_handler;
+    using rebalance_handler = pool_ops::rebalance_handler;
+    using serve_function = pool_ops::serve_function;
+    using exception_handler = pool_ops::exception_handler;
 
     static std::shared_ptr<pool_impl> create(std::size_t shards, placement_policy placement,
                                              exception_handler on_exception);

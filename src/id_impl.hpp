@@ -13,9 +13,10 @@
 // close(): close() itself when nothing is in flight, else the thread whose call returns
 // last, or the migration's end. Nobody waits for anybody: a close never destroys an id
 // under a call, and a call never holds up the destroys of other ids.
-#include "rdmacm/detail/channel_impl.hpp"
-#include "rdmacm/detail/context_bound.hpp"
+#include "channel_impl.hpp"
+#include "context_bound.hpp"
 #include "rdmacm/detail/id_machine.hpp"
+#include "rdmacm/detail/id_ops.hpp"
 #include "rdmacm/detail/op_call.hpp"
 #include "rdmacm/event.hpp"
 
@@ -42,10 +43,10 @@ namespace rdmacm::detail {
 class id_impl final : public std::enable_shared_from_this<id_impl>, public context_user {
 public:
     using executor_type = boost::asio::any_io_executor;
-    using void_handler = boost::asio::any_completion_handler<void(error_code)>;
-    using event_handler = boost::asio::any_completion_handler<void(error_code, cm_event)>;
-    using request_handler = boost::asio::any_completion_handler<void(error_code, connection_request)>;
-    using any_handler = std::variant<std::monostate, void_handler, event_handler, request_handler>;
+    using void_handler = id_ops::void_handler;
+    using event_handler = id_ops::event_handler;
+    using request_handler = id_ops::request_handler;
+    using any_handler = id_ops::any_handler;
 
     // A new id on `channel`, its handlers run on `ex`; throws system_error
     // ("rdma_create_id") on failure.

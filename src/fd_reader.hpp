@@ -5,7 +5,7 @@
 //
 // Lifetime: the Asio parts (strand, descriptor) are bound to the execution context
 // (context_bound), so the last reference may go on any thread, even after it is gone.
-#include "rdmacm/detail/context_bound.hpp"
+#include "context_bound.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/basic_stream_descriptor.hpp>

@@ -10,7 +10,7 @@
 // (id->context): an id's memory is let go of on the reader's strand after the id was
 // destroyed (src/id_impl.cpp), so the reader never routes to a freed id, and never has to
 // be waited for.
-#include "rdmacm/detail/fd_reader.hpp"
+#include "fd_reader.hpp"
 
 #include <rdma/rdma_cma.h>
 
