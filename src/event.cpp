@@ -16,49 +16,46 @@ bool is_ud_event(const rdma_cm_event& ev) noexcept {
 }
 } // namespace
 
-cm_event::cm_event(const rdma_cm_event& ev) noexcept
-    : empty_(false), type_(ev.event), status_(ev.status), ud_event_(is_ud_event(ev)) {
+cm_event::cm_event(const rdma_cm_event& ev) noexcept {
+    head_.empty = false;
+    head_.type = ev.event;
+    head_.status = ev.status;
+    head_.ud_event = is_ud_event(ev);
     const void* data = nullptr;
     std::size_t len = 0;
-    if (ud_event_) {
-        ud_ = ev.param.ud;
-        data = ud_.private_data;
-        len = ud_.private_data_len;
+    if (head_.ud_event) {
+        head_.ud = ev.param.ud;
+        data = head_.ud.private_data;
+        len = head_.ud.private_data_len;
     } else {
-        conn_ = ev.param.conn;
-        data = conn_.private_data;
-        len = conn_.private_data_len;
+        head_.conn = ev.param.conn;
+        data = head_.conn.private_data;
+        len = head_.conn.private_data_len;
     }
-    private_data_len_ = static_cast<std::uint8_t>(std::min(len, private_data_.size()));
-    if (data && private_data_len_) std::memcpy(private_data_.data(), data, private_data_len_);
+    head_.private_data_len = static_cast<std::uint8_t>(std::min(len, private_data_.size()));
+    if (data && head_.private_data_len) std::memcpy(private_data_.data(), data, head_.private_data_len);
     point_private_data();
 }
 
 cm_event& cm_event::operator=(const cm_event& other) noexcept {
     if (this != &other) {
-        empty_ = other.empty_;
-        type_ = other.type_;
-        status_ = other.status_;
-        ud_event_ = other.ud_event_;
-        // Only what the event holds: most events, and every completion that carries no
-        // event, have no private data (the array alone is 256 bytes, and completions are
-        // moved — copied — a few times each on their way to the handler).
-        conn_ = ud_event_ ? rdma_conn_param{} : other.conn_;
-        ud_ = ud_event_ ? other.ud_ : rdma_ud_param{};
-        private_data_len_ = other.private_data_len_;
-        std::memcpy(private_data_.data(), other.private_data_.data(), private_data_len_);
+        head_ = other.head_;
+        // Only what the event holds (the array alone is 256 bytes).
+        if (head_.private_data_len)
+            std::memcpy(private_data_.data(), other.private_data_.data(), head_.private_data_len);
         point_private_data();
     }
     return *this;
 }
 
-// The parameter structs point at our own copy, never at librdmacm's freed buffer.
+// The parameter structs point at our own copy, never at librdmacm's freed buffer (nor at
+// the event this one was copied from).
 void cm_event::point_private_data() noexcept {
-    const void* p = private_data_len_ ? private_data_.data() : nullptr;
-    conn_.private_data = ud_event_ ? nullptr : p;
-    conn_.private_data_len = ud_event_ ? 0 : private_data_len_;
-    ud_.private_data = ud_event_ ? p : nullptr;
-    ud_.private_data_len = ud_event_ ? private_data_len_ : 0;
+    const void* p = head_.private_data_len ? private_data_.data() : nullptr;
+    if (head_.ud_event)
+        head_.ud.private_data = p;
+    else
+        head_.conn.private_data = p;
 }
 
 } // namespace rdmacm

@@ -349,26 +349,23 @@ void id_impl::destroy() noexcept {
     if (send_channel && send_channel != recv_channel) ibv_destroy_comp_channel(send_channel);
 }
 
-void id_impl::on_event(const cm_event& ev) {
-    {
-        std::lock_guard lock(mutex_);
-        if (migration_) {
-            held_.push_back(ev); // delivered on the new executor, in order
-            return;
-        }
-    }
-    deliver(ev);
-}
+void id_impl::on_event(const cm_event& ev) { deliver(ev, true); }
 
-void id_impl::deliver(const cm_event& ev, how mode) {
+void id_impl::deliver(const cm_event& ev, bool from_reader) {
     // At most one completion per event; the rare events that end other operations too
     // (DEVICE_REMOVAL, a connection gone while connecting) fill (and allocate) `failed`.
     completion done;
     std::vector<completion> failed;
     std::shared_ptr<data_path> broken; // the connection is gone: so is its data path
+    executor_type ex;                  // the id's, as it is when the event is taken
     {
         std::lock_guard lock(mutex_);
+        if (from_reader && migration_) {
+            held_.push_back(ev); // delivered on the new executor, in order
+            return;
+        }
         if (machine_.closed()) return; // its destruction is under way
+        ex = executor_.get();
         auto d = machine_.on_event(ev.type());
         if (d.connection_lost) broken = data_path_;
         if (ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL) removed_device_ = id_->verbs;
@@ -376,7 +373,11 @@ void id_impl::deliver(const cm_event& ev, how mode) {
         switch (d.what) {
         case id_machine::action::complete:
             machine_.completed(d.kind);
-            done = {std::exchange(slot, {}), d.result, ev, {}};
+            // Filled in place (the event copied once; `done` holds no handler yet, so no
+            // handler is move-assigned: Boost 1.81's move assignment recurses).
+            done.handler = std::exchange(slot, {});
+            done.ec = d.result;
+            done.event = ev;
             break;
         case id_machine::action::queue: events_.push_back(ev); break;
         case id_machine::action::drop: break;
@@ -391,9 +392,8 @@ void id_impl::deliver(const cm_event& ev, how mode) {
     if (broken) broken->connection_lost(); // before the event's handler runs
     // The others first, posted: a handler run inline that throws cannot lose them.
     settle_after settle{*this};
-    const auto ex = get_executor();
     for (auto& c : failed) complete(ex, std::move(c), how::post);
-    if (done.handler.index() != 0) complete(ex, std::move(done), mode);
+    if (done.handler.index() != 0) complete(ex, std::move(done), how::dispatch);
 }
 
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {

@@ -187,7 +187,10 @@ private:
     // Submits the destroy of a closed id once nothing is in flight (lock held on entry,
     // released on return).
     void release_if_idle(std::unique_lock<std::mutex>& lock);
-    void deliver(const cm_event& ev, how mode = how::dispatch);
+    // Completes the operation `ev` ends (dispatched: inline when the reader runs where its
+    // handler does), or queues it for next_event. `from_reader`: an event of a moving id is
+    // held instead (finish_migration replays what was held, not from the reader).
+    void deliver(const cm_event& ev, bool from_reader);
     void submit_destroy();
     // The next step of a migration (lock held on entry, released on return): the migrate
     // call here if the old reader is idle, else on its strand; once no call is in flight.
@@ -198,8 +201,9 @@ private:
     // Makes the migrate call (lock held on entry, released on return); `mode` says whether
     // this runs inside the initiating call (post: the migration then ends from a post).
     // Returns what hands the id on (posts, maybe to a user's executor), for the caller to
-    // run once it has let go of the routing lock.
-    std::function<void()> migrate_now(std::unique_lock<std::mutex>& lock, how mode);
+    // run once it has let go of the routing lock (src/migrate.cpp).
+    struct hand_on;
+    hand_on migrate_now(std::unique_lock<std::mutex>& lock, how mode);
     // Ends a migration that failed or was abandoned before its call, unless it is
     // settled already: at once, or (post) from the old executor, never inside the
     // initiating call.

@@ -45,6 +45,54 @@ bool has_queued_event(const rdma_event_channel* channel) noexcept {
 
 } // namespace
 
+// What a migrate call leaves to do once the routing lock is let go of: a move-only value,
+// not a std::function (whose copyable closure took two allocations per migration).
+struct id_impl::hand_on {
+    std::shared_ptr<id_impl> self; // none: nothing to do (the migration was abandoned)
+    error_code ec;
+    how mode = how::post;
+    bool called = false;   // the migrate call was made; else it was refused before: it just ends
+    bool look = false;     // events may have moved with the id: the target is looked at
+    bool kick_old = false; // the event it took along is back on the old channel: read it
+    std::shared_ptr<channel_impl> target, old_channel;
+    std::shared_ptr<data_path> data;
+    executor_type old_executor;
+    executor_type hop; // where the end runs after the old executor, if elsewhere
+    // The migrate handler travels with the continuation, not in the id: a continuation that
+    // never runs (its context destroyed first) takes it along, and with it whatever it
+    // holds of the id (a connection_request, shard_pool's placement).
+    void_handler handler;
+
+    void run() && {
+        if (!self) return;
+        if (!called) return self->end_migration(ec, mode);
+        if (kick_old) old_channel->kick();
+        if (ec && target) target->remove_owner(); // taken at the start, not needed now
+        if (!ec) {
+            // Events that moved with the id (semantics F2) are not announced by the kernel: the
+            // reader reads them when any wait there (a look is cheaper than a read on the
+            // reader's strand, and most moves bring none). A request not yet accepted has none
+            // (semantics F8): the usual move of a server's new connection does not even look.
+            if (look && has_queued_event(target->native())) target->kick();
+            if (old_channel) old_channel->remove_owner();
+        }
+        // Handlers of the id already handed to the old executor run before the id moves on
+        // (one hop when old and new executor are the same, e.g. two channels of one context).
+        auto then = [self = std::move(self), ec = ec, hop = std::move(hop), handler = std::move(handler)]() mutable {
+            if (!hop)
+                self->finish_migration(ec, handler);
+            else
+                boost::asio::post(hop, [self = std::move(self), ec, handler = std::move(handler)]() mutable {
+                    self->finish_migration(ec, handler);
+                });
+        };
+        if (data) // its completions too (through a copyable function: shared)
+            data->after_handed(old_executor, [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
+        else
+            boost::asio::post(old_executor, std::move(then));
+    }
+};
+
 id_impl::call_guard::call_guard(id_impl& impl) : impl_(impl) {
     std::unique_lock lock(impl_.mutex_);
     impl_.call_done_.wait(lock, [this] { return !impl_.in_migrate_call_; });
@@ -103,9 +151,9 @@ void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
     }
     // A synchronous id has no channel of ours: the target's reader makes the call.
     auto reader = channel_ ? channel_ : migration_->target;
-    std::function<void()> hand_on;
-    if (!reader->try_run_exclusive([&] { hand_on = migrate_now(lock, mode); })) return migrate_later(lock, mode);
-    if (hand_on) hand_on(); // out of the routing lock: it runs executors, maybe the user's
+    std::optional<hand_on> next; // (emplaced: 1.81's handler move assignment recurses)
+    if (!reader->try_run_exclusive([&] { next.emplace(migrate_now(lock, mode)); })) return migrate_later(lock, mode);
+    std::move(*next).run(); // out of the routing lock: it runs executors, maybe the user's
 }
 
 void id_impl::migrate_on_reader() {
@@ -142,7 +190,7 @@ void id_impl::end_migration(error_code ec, how mode) {
         finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
 }
 
-std::function<void()> id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
+id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
     if (migration_->settled) { // abandoned by close()
         lock.unlock();
         return {};
@@ -157,11 +205,11 @@ std::function<void()> id_impl::migrate_now(std::unique_lock<std::mutex>& lock, h
         ec = errc::event_pending;
     if (ec) {
         lock.unlock();
-        return [self = shared_from_this(), ec, mode] { self->end_migration(ec, mode); };
+        return {.self = shared_from_this(), .ec = ec, .mode = mode};
     }
     rdma_cm_id* id = id_;
     auto old_channel = channel_;
-    bool kick_old = false; // the event it took along is back there: read it
+    bool kick_old = false;
     auto old_executor = migration_->old_executor;
     auto target_executor = migration_->target_executor;
     in_migrate_call_ = true;
@@ -188,46 +236,25 @@ std::function<void()> id_impl::migrate_now(std::unique_lock<std::mutex>& lock, h
         channel_ = target; // with the owner taken at the start
         synchronous_ = !target;
     }
-    // Handlers of the id already handed to the old executor run before the id moves on
-    // (one hop when old and new executor are the same, e.g. two channels of one context).
-    // The migrate handler travels with the continuation, not in the id: a continuation that
-    // never runs (its context destroyed first) takes it along, and with it whatever it
-    // holds of the id (a connection_request, shard_pool's placement).
-    executor_type hop; // where the end runs after the old executor, if elsewhere
-    if (!ec && target_executor != old_executor) hop = std::move(target_executor);
-    auto then = [self = shared_from_this(), ec, hop = std::move(hop),
-                 handler = std::move(migration_->handler)]() mutable {
-        if (!hop)
-            self->finish_migration(ec, handler);
-        else
-            boost::asio::post(hop, [self = std::move(self), ec, handler = std::move(handler)]() mutable {
-                self->finish_migration(ec, handler);
-            });
-    };
-    auto data = data_path_;
     const bool look = target && !ec && !pending_request_;
+    executor_type hop;
+    if (!ec && target_executor != old_executor) hop = std::move(target_executor);
+    hand_on next{.self = shared_from_this(),
+                 .ec = ec,
+                 .called = true,
+                 .look = look,
+                 .kick_old = kick_old,
+                 .target = std::move(target),
+                 .old_channel = std::move(old_channel),
+                 .data = data_path_,
+                 .old_executor = std::move(old_executor),
+                 .hop = std::move(hop),
+                 .handler = std::move(migration_->handler)};
     release_if_idle(lock); // close() came meanwhile: the id goes now, wherever it is
     call_done_.notify_all();
     // (Until finish_migration, the id's events are held, wherever they are routed: what
     // follows needs no lock.)
-    return
-        [ec, look, kick_old, target = std::move(target), old_channel = std::move(old_channel), data = std::move(data),
-         old_executor = std::move(old_executor), then = std::make_shared<decltype(then)>(std::move(then))] {
-            if (kick_old) old_channel->kick();
-            if (ec && target) target->remove_owner(); // taken at the start, not needed now
-            if (!ec) {
-                // Events that moved with the id (semantics F2) are not announced by the kernel: the reader
-                // reads them when any wait there (a look is cheaper than a read on the reader's
-                // strand, and most moves bring none). A request not yet accepted has none (semantics F8):
-                // the usual move of a server's new connection does not even look.
-                if (look && has_queued_event(target->native())) target->kick();
-                if (old_channel) old_channel->remove_owner();
-            }
-            if (data) // its completions too
-                data->after_handed(old_executor, [then] { (*then)(); });
-            else
-                boost::asio::post(old_executor, [then] { (*then)(); });
-        };
+    return next;
 }
 
 // On the new executor (the old one if the migration failed), never inside an initiating
@@ -243,7 +270,7 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
             lock.unlock();
             std::size_t i = 0;
             try {
-                for (; i < held.size(); ++i) deliver(held[i]);
+                for (; i < held.size(); ++i) deliver(held[i], false);
             } catch (...) {
                 // A handler run inline threw (out of run(), as Asio's do): the rest, and the
                 // end of the move, go on from a post — the id is not left moving for good.

@@ -27,33 +27,38 @@ public:
     explicit cm_event(const rdma_cm_event& ev) noexcept;
 
     /// True for a default-constructed event (no event came).
-    bool empty() const noexcept { return empty_; }
-    event_type type() const noexcept { return type_; }
+    bool empty() const noexcept { return head_.empty; }
+    event_type type() const noexcept { return head_.type; }
     /// The event's raw status: 0, a negative errno, or (REJECTED on IB) the reject reason.
-    int status() const noexcept { return status_; }
+    int status() const noexcept { return head_.status; }
 
     /// The peer's private data (connect, accept, reject and disconnect events). IB pads it
     /// to the CM message's fixed size, so it may be longer than what the peer sent.
-    std::span<const std::byte> private_data() const noexcept { return {private_data_.data(), private_data_len_}; }
+    std::span<const std::byte> private_data() const noexcept { return {private_data_.data(), head_.private_data_len}; }
 
     /// Connection parameters (RC/connected events), with `private_data` pointing into this
     /// object; `qp_num` is the peer's QP number.
-    const rdma_conn_param& conn_param() const noexcept { return conn_; }
+    const rdma_conn_param& conn_param() const noexcept { return head_.conn; }
     /// UD parameters (UD and multicast events), `private_data` likewise pointing here.
-    const rdma_ud_param& ud_param() const noexcept { return ud_; }
+    const rdma_ud_param& ud_param() const noexcept { return head_.ud; }
 
     cm_event(const cm_event& other) noexcept { *this = other; }
     cm_event& operator=(const cm_event& other) noexcept;
 
 private:
-    bool empty_ = true;
-    event_type type_ = RDMA_CM_EVENT_ADDR_RESOLVED;
-    int status_ = 0;
-    bool ud_event_ = false;
-    rdma_conn_param conn_{};
-    rdma_ud_param ud_{};
-    std::uint8_t private_data_len_ = 0;
-    std::array<std::byte, 256> private_data_; // the first private_data_len_ bytes are the data
+    // All but the private data, copied as one block: an event is copied a few times on
+    // its way to a handler, and most carry little or no private data.
+    struct head {
+        bool empty = true;
+        bool ud_event = false;
+        std::uint8_t private_data_len = 0; // the first bytes of private_data_ that are the data
+        event_type type = RDMA_CM_EVENT_ADDR_RESOLVED;
+        int status = 0;
+        rdma_conn_param conn{}; // (its private_data points into private_data_, or is null)
+        rdma_ud_param ud{};     // (likewise)
+    };
+    head head_;
+    std::array<std::byte, 256> private_data_;
     void point_private_data() noexcept;
 };
 
