@@ -6,7 +6,7 @@
 set -euo pipefail
 [ $# = 3 ] || { echo "usage: idle_memory.sh BUILD ADDRESS N" >&2; exit 2; }
 build=$1 addr=$2 n=$3
-for side in raw ids ours; do
+for side in raw ids ours defaults; do
     out=$("$build"/bench/idle_memory_bench "$addr" "$n" $side) || { echo "$out"; exit 1; }
     echo "$out"
     read -r rss anon heap fds <<<"$(awk '$1 == "idle" { print $5, $7, $9, $11 }' <<<"$out")"
@@ -23,3 +23,5 @@ beyond() { # WHAT RAW... OURS...
 echo "idle connections ($n): rdmacm beyond raw librdmacm, per connection"
 beyond "cm_id and queue_pair" "$raw_rss" "$raw_anon" "$raw_heap" "$raw_fds" "$ours_rss" "$ours_anon" "$ours_heap" "$ours_fds"
 beyond "of which the cm_id" "$raw_rss" "$raw_anon" "$raw_heap" "$raw_fds" "$ids_rss" "$ids_anon" "$ids_heap" "$ids_fds"
+# What the device maps for queue_pair_options' default of four buffers per work request.
+beyond "defaults (4 buffers per work request)" "$raw_rss" "$raw_anon" "$raw_heap" "$raw_fds" "$defaults_rss" "$defaults_anon" "$defaults_heap" "$defaults_fds"

@@ -1,7 +1,8 @@
-// idle_memory_bench ADDRESS N raw|ids|ours: what N idle established connections cost a
-// client process, made through raw librdmacm, through rdmacm's cm_id with librdmacm's own
-// queue pair and CQs (`ids`: the id's share), or through rdmacm's cm_id and queue_pair
-// (64 send and 64 receive work requests each, as queue_pair_options' defaults). The server is
+// idle_memory_bench ADDRESS N raw|ids|ours|defaults: what N idle established connections
+// cost a client process, made through raw librdmacm, through rdmacm's cm_id with
+// librdmacm's own queue pair and CQs (`ids`: the id's share), or through rdmacm's cm_id and
+// queue_pair (64 send and 64 receive work requests each; `ours`: one buffer per work
+// request, as the raw run's; `defaults`: queue_pair_options' defaults, four). The server is
 // the same in both (rdmacm's listener, accepting with a queue pair of the same size), so
 // the difference of two runs is the client side's. Prints, per connection, what RSS, its
 // anonymous part, the heap in use and the open fds grew by with the connections up;
@@ -93,8 +94,8 @@ std::vector<rdma_cm_id*> raw_clients(const rdmacm::endpoint& server, int n) {
 
 int main(int argc, char** argv) {
     const std::string mode = argc == 4 ? argv[3] : "";
-    if (mode != "raw" && mode != "ids" && mode != "ours") {
-        std::fprintf(stderr, "usage: idle_memory_bench ADDRESS N raw|ids|ours\n");
+    if (mode != "raw" && mode != "ids" && mode != "ours" && mode != "defaults") {
+        std::fprintf(stderr, "usage: idle_memory_bench ADDRESS N raw|ids|ours|defaults\n");
         return 2;
     }
     const auto address = asio::ip::make_address(argv[1]);
@@ -148,6 +149,11 @@ int main(int argc, char** argv) {
                         co_await id.async_resolve_address(to, 5s, asio::use_awaitable);
                         co_await id.async_resolve_route(5s, asio::use_awaitable);
                         if (mode == "ours") {
+                            qps.emplace_back(id, rdmacm::queue_pair_options{.max_send_wr = depth,
+                                                                            .max_recv_wr = depth,
+                                                                            .max_send_sge = 1,
+                                                                            .max_recv_sge = 1});
+                        } else if (mode == "defaults") {
                             qps.emplace_back(id,
                                              rdmacm::queue_pair_options{.max_send_wr = depth, .max_recv_wr = depth});
                         } else {
