@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace rdmacm {
 
@@ -37,7 +38,10 @@ cm_event::cm_event(const rdma_cm_event& ev) noexcept {
     point_private_data();
 }
 
+// (The parameter struct an event does not use stays as the constructor left it, {}: the
+// head's copy carries it along.)
 cm_event& cm_event::operator=(const cm_event& other) noexcept {
+    static_assert(std::is_trivially_copyable_v<head>, "a cm_event's head is copied as one block");
     if (this != &other) {
         head_ = other.head_;
         // Only what the event holds (the array alone is 256 bytes).

@@ -7,8 +7,10 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/execution_context.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 namespace rdmacm {
 

@@ -11,6 +11,7 @@
 #include "rdmacm/rebalance.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 
 #include <cstddef>
 #include <exception>
