@@ -54,14 +54,14 @@ struct id_impl::hand_on {
     bool called = false;   // the migrate call was made; else it was refused before: it just ends
     bool look = false;     // events may have moved with the id: the target is looked at
     bool kick_old = false; // the event it took along is back on the old channel: read it
-    std::shared_ptr<channel_impl> target, old_channel;
-    std::shared_ptr<data_path> data;
-    executor_type old_executor;
-    executor_type hop; // where the end runs after the old executor, if elsewhere
+    std::shared_ptr<channel_impl> target{}, old_channel{};
+    std::shared_ptr<data_path> data{};
+    executor_type old_executor{};
+    executor_type hop{}; // where the end runs after the old executor, if elsewhere
     // The migrate handler travels with the continuation, not in the id: a continuation that
     // never runs (its context destroyed first) takes it along, and with it whatever it
     // holds of the id (a connection_request, shard_pool's placement).
-    void_handler handler;
+    void_handler handler{};
 
     void run() && {
         if (!self) return;
