@@ -8,6 +8,7 @@
 // the completion handler of an async_next_event waiting on each id). Rounds alternate;
 // medians are compared. Prints both rates and ours/raw.
 #include "costs.hpp"
+#include "rounds.hpp"
 
 #include <rdmacm/rdmacm.hpp>
 
@@ -90,11 +91,6 @@ double library_round(const rdmacm::endpoint& dst, int ids, bench::costs::phase& 
     return rate;
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -106,18 +102,21 @@ int main(int argc, char** argv) {
     rdmacm::endpoint dst(asio::ip::make_address(argv[1]), 7471);
     int ids = argc > 2 ? std::atoi(argv[2]) : 1000;
     int rounds = argc > 3 ? std::atoi(argv[3]) : 7;
-    std::vector<double> raw, ours;
+    bench::round_ratios raw, ours, ratio;
     bench::costs::phase raw_cost("raw"), our_cost("event_channel");
     raw_round(dst, ids, nullptr); // warm-up: device opened, caches filled
     for (int r = 0; r < rounds; ++r) {
-        raw.push_back(raw_round(dst, ids, &raw_cost));
-        ours.push_back(library_round(dst, ids, our_cost));
+        const double raw_rate = raw_round(dst, ids, &raw_cost), our_rate = library_round(dst, ids, our_cost);
+        raw.add(raw_rate);
+        ours.add(our_rate);
+        ratio.add(our_rate / raw_rate);
     }
-    double r = median(raw), o = median(ours);
     std::printf("CM events/s, %d ADDR_RESOLVED per round, median of %d rounds\n", ids, rounds);
-    std::printf("  raw rdma_get_cm_event loop : %10.0f\n", r);
-    std::printf("  rdmacm::event_channel      : %10.0f\n", o);
-    std::printf("  ratio ours/raw             : %10.2f\n", o / r);
+    std::printf("  raw rdma_get_cm_event loop : %10.0f\n", raw.median());
+    std::printf("  rdmacm::event_channel      : %10.0f\n", ours.median());
+    std::printf("  ratio ours/raw, per round  : ");
+    ratio.print();
+    std::printf("\n");
     raw_cost.print();
     our_cost.print();
 }

@@ -7,6 +7,7 @@
 // are re-attached), each started by the previous one's handler. Prints migrations/s and p50/p99 latency for both, and
 // ours/raw; then each one's deterministic costs per migration (bench/costs.hpp).
 #include "costs.hpp"
+#include "rounds.hpp"
 
 #include <rdmacm/rdmacm.hpp>
 
@@ -101,7 +102,9 @@ int main(int argc, char** argv) {
         const auto per_round = clients.size() * 2;
         std::vector<double> raw_us, one_us, batch_us;
         double raw_total = 0, one_total = 0, batch_total = 0;
+        bench::round_ratios one_ratio, batch_ratio; // time per migration, ours / raw
         for (int r = 0; r < rounds; ++r) {
+            const double raw_before = raw_total, one_before = one_total, batch_before = batch_total;
             // Raw: the same ids, A -> B -> A, straight through librdmacm.
             auto t0 = clock_type::now();
             raw_cost.begin();
@@ -153,17 +156,22 @@ int main(int argc, char** argv) {
             }
             batch_cost.end(per_round);
             batch_total += us_since(t0) / 1e6;
+            const double raw_round = raw_total - raw_before;
+            one_ratio.add((one_total - one_before) / raw_round);
+            batch_ratio.add((batch_total - batch_before) / raw_round);
         }
         auto raw = summarize(raw_us, raw_total), one = summarize(one_us, one_total),
              batch = summarize(batch_us, batch_total);
         std::printf("migrations of established idle ids: %d connections x %d rounds x 2\n", connections, rounds);
-        std::printf("                                  migrations/s    p50 us    p99 us   cost/raw\n");
+        std::printf("                                  migrations/s    p50 us    p99 us   cost/raw, per round\n");
         std::printf("  raw rdma_migrate_id loop      : %12.0f %9.1f %9.1f\n", raw.rate, raw.p50_us, raw.p99_us);
-        std::printf("  async_migrate, one at a time  : %12.0f %9.1f %9.1f %9.2f\n", one.rate, one.p50_us, one.p99_us,
-                    raw.rate / one.rate);
-        std::printf("  async_migrate, all ids at once: %12.0f %9.1f %9.1f %9.2f\n", batch.rate, batch.p50_us,
-                    batch.p99_us, raw.rate / batch.rate);
-        std::printf("  (cost/raw: time per migration, ours / raw; latency at once: from start to handler)\n");
+        std::printf("  async_migrate, one at a time  : %12.0f %9.1f %9.1f   ", one.rate, one.p50_us, one.p99_us);
+        one_ratio.print();
+        std::printf("\n  async_migrate, all ids at once: %12.0f %9.1f %9.1f   ", batch.rate, batch.p50_us,
+                    batch.p99_us);
+        batch_ratio.print();
+        std::printf("\n  (cost/raw: time per migration, ours / raw, the rounds' median and spread; latency at once:"
+                    " from start to handler)\n");
         for (auto* p : {&raw_cost, &one_cost, &batch_cost}) p->print();
     }
     ctx.run_for(30s);

@@ -5,6 +5,8 @@
 
 #include <boost/system/system_error.hpp>
 
+#include <poll.h>
+
 #include <atomic>
 
 namespace rdmacm::detail {
@@ -76,6 +78,11 @@ void channel_impl::drain() {
     }
     // EAGAIN: drained. Anything else (ENOMEM) leaves the events queued: the next wait
     // fires again at once since the fd is still readable.
+}
+
+bool channel_impl::has_queued_event(const rdma_event_channel* channel) noexcept {
+    pollfd p{channel->fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
 }
 
 namespace channel_ops {

@@ -70,6 +70,20 @@ public:
         run_on_reader([self = std::static_pointer_cast<channel_impl>(shared_from_this())] { self->read(); });
     }
 
+    // rdma_migrate_id moved an id here: its queued events came along unannounced (above).
+    // Each move marks the channel after its call, and looks later (look_after_moves): one
+    // look after any number of marks covers them all, so a rebalance moving many ids here
+    // at once looks about once, not once per id.
+    void moved_here() noexcept { look_needed_.store(true, std::memory_order_release); }
+    // If a move marked the channel since the last look: whether anything waits (a poll, no
+    // read), and a kick if so.
+    void look_after_moves() {
+        if (look_needed_.exchange(false, std::memory_order_acq_rel) && has_queued_event(channel_)) kick();
+    }
+    // Whether any event waits on `channel`: a fresh poll sees the queue itself, events the
+    // kernel moved there without waking its pollers included.
+    static bool has_queued_event(const rdma_event_channel* channel) noexcept;
+
     // Events read, for statistics and tests.
     std::uint64_t events_read() const noexcept { return events_read_.load(std::memory_order_relaxed); }
 
@@ -84,6 +98,7 @@ private:
     std::atomic<std::size_t> owners_{1};
     std::atomic<std::uint64_t> events_read_{0};
     std::atomic<bool> kick_pending_{false};
+    std::atomic<bool> look_needed_{false}; // moved_here() since the last look
 };
 
 } // namespace rdmacm::detail

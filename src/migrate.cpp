@@ -11,8 +11,10 @@
 //     id whatever its other owners do meanwhile. Every event the old reader
 //     read for the id was routed before, and acked when read, so the call never waits
 //     for acks (R1). Queued, unread events move with the id in the kernel (semantics F2) without a
-//     wake-up, so the new reader is kicked; later ones arrive on the new channel.
-//  3. The old executor: a marker that runs after every handler of the id posted there.
+//     wake-up, so the new channel is looked at (step 3: once for all moves made by then)
+//     and its reader kicked if anything waits; later ones arrive on the new channel.
+//  3. The old executor: a marker that runs after every handler of the id posted there;
+//     then the look at the new channel (step 2).
 //  4. The new executor: held events, then deferred operations, in order, then newer ones
 //     (R5); the id's executor is the new one; the migrate handler completes.
 // On failure the id stays on its old channel and executor with nothing lost (step 4 runs
@@ -28,22 +30,10 @@
 
 #include <boost/asio/post.hpp>
 
-#include <poll.h>
-
 #include <memory>
 #include <optional>
 
 namespace rdmacm::detail {
-namespace {
-
-// Whether any event waits on the channel: a fresh poll sees the queue itself, even events
-// the kernel moved there without waking the channel's pollers.
-bool has_queued_event(const rdma_event_channel* channel) noexcept {
-    pollfd p{channel->fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) > 0;
-}
-
-} // namespace
 
 // What a migrate call leaves to do once the routing lock is let go of: a move-only value,
 // not a std::function (whose copyable closure took two allocations per migration).
@@ -71,14 +61,19 @@ struct id_impl::hand_on {
         if (!ec) {
             // Events that moved with the id (semantics F2) are not announced by the kernel: the
             // reader reads them when any wait there (a look is cheaper than a read on the
-            // reader's strand, and most moves bring none). A request not yet accepted has none
-            // (semantics F8): the usual move of a server's new connection does not even look.
-            if (look && has_queued_event(target->native())) target->kick();
+            // reader's strand, and most moves bring none), looked for once the old executor
+            // has caught up — by then a rebalance has made the calls of all its moves, and
+            // one look covers them. (The id holds what is read meanwhile until it has moved.)
+            // A request not yet accepted has none (semantics F8): the usual move of a server's
+            // new connection does not even look.
+            if (look) target->moved_here();
             if (old_channel) old_channel->remove_owner();
         }
         // Handlers of the id already handed to the old executor run before the id moves on
         // (one hop when old and new executor are the same, e.g. two channels of one context).
-        auto then = [self = std::move(self), ec = ec, hop = std::move(hop), handler = std::move(handler)]() mutable {
+        auto then = [self = std::move(self), ec = ec, hop = std::move(hop), handler = std::move(handler),
+                     look_at = look && !ec ? std::move(target) : nullptr]() mutable {
+            if (look_at) look_at->look_after_moves();
             if (!hop)
                 self->finish_migration(ec, handler);
             else
@@ -222,7 +217,7 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     if (target) target->pause_reads();
     if (rdma_migrate_id(id, target ? target->native() : nullptr) != 0) ec = RDMACM_CALL_ERROR("rdma_migrate_id");
     if (target) target->resume_reads();
-    if (!ec && !target && has_queued_event(id->channel)) {
+    if (!ec && !target && channel_impl::has_queued_event(id->channel)) {
         // An event moved to the private channel with the id: back where it was, with it.
         if (rdma_migrate_id(id, old_channel->native()) == 0) {
             ec = errc::event_pending;

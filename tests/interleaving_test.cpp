@@ -582,6 +582,68 @@ BOOST_AUTO_TEST_CASE(an_event_read_while_moving_is_delivered_once_on_the_new_exe
     t.stop();
 }
 
+// A move's look at its new channel (for events the kernel moved along unannounced) may be
+// made by another move to that channel: one look covers every move whose call came before
+// it, so a rebalance looks about once, not once per id. It must not cover a move whose call
+// came after it. Forced: C1's call is made, its look held back (its old context busy); C2's
+// call is held at its gate, its peer's DISCONNECTED waiting in A's kernel queue (A not
+// running); C1's look runs; then C2's call moves the event to B, where it reaches C2, read
+// by B, once.
+BOOST_AUTO_TEST_CASE(a_look_made_before_a_move_s_call_does_not_cover_it) {
+    context_threads t(3); // 0: the server, 1: B, 2: C (C1's channel); A is run here, by hand
+    asio::io_context ctx_a;
+    {
+        event_channel server_channel(t[0]), a(ctx_a), b(t[1]), c(t[2]);
+        auto l = make_listener(server_channel);
+        std::optional<cm_id> server1, server2;
+        cm_id c1(c), c2(a);
+        auto accepted = asio::co_spawn(t[0], accept_into(l, server1), asio::use_future);
+        std::promise<error_code> connected;
+        async_connect(c1, device_endpoint(l.local_endpoint().port()), with_qp(),
+                      [&](error_code ec, cm_event) { connected.set_value(ec); });
+        auto c1_connected = connected.get_future();
+        BOOST_REQUIRE(c1_connected.wait_for(30s) == std::future_status::ready);
+        BOOST_REQUIRE(!c1_connected.get());
+        BOOST_REQUIRE(accepted.wait_for(30s) == std::future_status::ready);
+        connect_and_queue_peer_disconnect(ctx_a, a, c2, l, t[0], server2);
+        const auto read_on_a = a.events_read(), read_on_b = b.events_read();
+
+        std::promise<void> c_free;
+        asio::post(t[2], [busy = c_free.get_future()] { busy.wait_for(20s); }); // C1's look waits
+        std::promise<error_code> c1_moved, c2_moved;
+        c1.async_migrate(b, [&](error_code ec) { c1_moved.set_value(ec); }); // its call: made here
+        faults::gate held("rdma_migrate_id", c2.native_handle());
+        std::thread s([&] { c2.async_migrate(b, [&](error_code ec) { c2_moved.set_value(ec); }); });
+        BOOST_REQUIRE(held.wait_entered());
+        c_free.set_value(); // C1's look at B, its end there
+        auto m1 = c1_moved.get_future();
+        BOOST_REQUIRE(m1.wait_for(10s) == std::future_status::ready);
+        BOOST_TEST(!m1.get());
+        held.release(); // C2's event moves to B
+        s.join();
+        auto m2 = c2_moved.get_future();
+        BOOST_REQUIRE(run_until( // its look, and its end's first step: on A, its old executor
+            ctx_a, [&] { return m2.wait_for(0s) == std::future_status::ready; }, 10s));
+        BOOST_TEST(!m2.get());
+
+        std::promise<std::pair<std::thread::id, rdma_cm_event_type>> next;
+        c2.async_next_event([&](error_code ec, cm_event ev) {
+            RDMACM_TEST_MT(!ec, ec.message());
+            next.set_value({std::this_thread::get_id(), ev.type()});
+        });
+        auto n = next.get_future();
+        BOOST_REQUIRE_MESSAGE(n.wait_for(10s) == std::future_status::ready, "the moved event never came");
+        auto [thread, type] = n.get();
+        BOOST_TEST(type == RDMA_CM_EVENT_DISCONNECTED);
+        BOOST_TEST((thread == t.thread(1)));
+        BOOST_TEST(a.events_read() == read_on_a); // moved in the kernel, not read on A
+        BOOST_TEST(b.events_read() == read_on_b + 1);
+    }
+    ctx_a.run_for(10s);
+    BOOST_TEST(ctx_a.stopped());
+    t.stop();
+}
+
 // A user's executor may call back into the library from execute(): here it closes the id
 // inside the first post made on `side`'s context thread once a move of an established
 // connection (with its queue pair) started, and waits out the destroy. The move completes,
