@@ -32,25 +32,34 @@ fail() {
     exit 1
 }
 
-# one_run SERVER RUN: cmtime's client against SERVER (cmtime, or ours0/ours1/ours2: no pool,
-# 1 or 2 shards) on a port of its own; the client's output is left in $work/client.
+# one_run SERVER RUN [N]: cmtime's client against SERVER (cmtime, or ours0/ours1/ours2: no
+# pool, 1 or 2 shards) on a port of its own, CONNECTIONS connections; the client's output is
+# left in $work/client. With N: N connections, and the server's system calls counted (in
+# $syscalls; bench/syscalls_of passes our TERM on).
 one_run() {
-    local server=$1 run=$2 client_status=0 server_status=0 unexpected established
+    local server=$1 run=$2 n=${3:-$connections} client_status=0 server_status=0 unexpected established count=()
+    [ $# = 3 ] && count=("$build/bench/syscalls_of")
     port=$((port + 1))
     # Bounded: past the client's 300 s a server is stuck (the status says 124).
     case $server in
         # Line-buffered: it is killed, and what it printed must not die in its buffer.
-        cmtime) timeout 330 stdbuf -oL cmtime -b "$addr" -p "$port" >"$work/server" 2>&1 & ;;
-        ours*) timeout 330 "$build/bench/sharded_accept_server" "$addr" "$port" "${server#ours}" >"$work/server" 2>&1 & ;;
+        cmtime) timeout 330 "${count[@]}" stdbuf -oL cmtime -b "$addr" -p "$port" >"$work/server" 2>&1 & ;;
+        ours*) timeout 330 "${count[@]}" "$build/bench/sharded_accept_server" "$addr" "$port" "${server#ours}" \
+            >"$work/server" 2>&1 & ;;
     esac
     server_pid=$!
     sleep 0.5
-    timeout 300 cmtime -s "$addr" -p "$port" -c "$connections" >"$work/client" 2>&1 || client_status=$?
+    timeout 300 cmtime -s "$addr" -p "$port" -c "$n" >"$work/client" 2>&1 || client_status=$?
     # timeout(1) passes the TERM on; ours then ends its connections and exits. A server that
     # is gone already is not an error here: its status, next, says how it ended.
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" || server_status=$?
     server_pid=
+    if [ ${#count[@]} != 0 ]; then
+        syscalls=$(sed -n 's/^syscalls \([0-9][0-9]*\)$/\1/p' "$work/server")
+        [ -n "$syscalls" ] || fail "$run, server $server: no system call count"
+        sed -i '/^syscalls [0-9][0-9]*$/d' "$work/server"
+    fi
     [ "$client_status" = 0 ] ||
         fail "$run, server $server: the cmtime client exited with status $client_status (124: it ran out of its 300 s)"
     # Any line but the progress lines, the table's head and its rows is a failure report.
@@ -68,8 +77,8 @@ one_run() {
             [ "$server_status" = 0 ] || fail "$run, server $server: it exited with status $server_status"
             established=$(sed -n 's/^established \([0-9][0-9]*\)$/\1/p' "$work/server")
             [ -n "$established" ] || fail "$run, server $server: it printed no \"established N\" line"
-            [ "$established" = "$connections" ] ||
-                fail "$run, server $server: $established connections established, not $connections"
+            [ "$established" = "$n" ] ||
+                fail "$run, server $server: $established connections established, not $n"
             ;;
     esac
 }
@@ -99,5 +108,21 @@ for step in "${steps[@]}"; do
         'BEGIN { printf "  %-14s %8.1f %8.1f %8.1f %8.1f %9.2f %9.2f %9.2f\n", s, c, z, a, b, z / c, a / c, b / c }'
 done
 echo "  (ratio: ours / cmtime's server, below 1 is faster; goal for connect: <= 1.05 on 1 shard, < 1 on 2)"
+
+# Deterministic costs: each server's system calls per connection (connected, then
+# disconnected by the client), as the difference of a run of CONNECTIONS and one of half
+# as many — setup and teardown drop out.
+declare -A calls
+half=$((connections / 2))
+for server in cmtime ours0 ours1 ours2; do
+    for n in $half $connections; do
+        one_run "$server" "system call count, $n connections" "$n"
+        calls[$server/$n]=$syscalls
+    done
+done
+per() { awk -v a="${calls[$1/$half]}" -v b="${calls[$1/$connections]}" -v n=$((connections - half)) \
+    'BEGIN { printf "%.1f", (b - a) / n }'; }
+printf '  %-14s %8s %8s %8s %8s   (the server'"'"'s, per connection: %s minus %s connections)\n' syscalls \
+    "$(per cmtime)" "$(per ours0)" "$(per ours1)" "$(per ours2)" "$connections" "$half"
 echo "  (disconnect: cmtime's server destroys each QP and id on its disconnect thread before taking"
 echo "   the next disconnect; ours destroys them off that path, so that row compares different work)"

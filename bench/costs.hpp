@@ -57,7 +57,8 @@ public:
         std::uint64_t syscalls_at_ = 0, syscalls_ = 0, ops_ = 0;
     };
 
-private:
+    // Every system call of this process from now on, of the threads and processes it makes
+    // afterwards included (inherited: an exited child's count is added to the parent's).
     class syscall_counter {
     public:
         syscall_counter() {
@@ -90,6 +91,8 @@ private:
         int fd_ = -1;
         std::string error_;
     };
+
+private:
     static syscall_counter& counter() {
         static syscall_counter c;
         return c;

@@ -89,13 +89,15 @@ pass -
 for _ in $(seq "$repeats"); do pass; done
 
 m() { tr ' ' '\n' <<<"${samples[$1]}" | grep . | median; }
+# The median and the spread of KEY's runs: "MEDIAN (MIN-MAX)".
+ms() { echo "$(m "$1") ($(tr ' ' '\n' <<<"${samples[$1]}" | grep . | sort -g | sed -n '1p;$p' | paste -sd-))"; }
 printf '%s: %s-byte send/receive, medians of %s runs (after one warm-up run each; perftest runs hung and run again: %s)\n' \
     "$dev" $size "$repeats" $hung
-printf '  %-38s %16s %14s\n' "" "latency us" "msg rate Mpps"
-printf '  %-38s %16s %14s\n' "asio-rdmacm queue_pair (events)" "$(m ours_event_lat)" "$(m ours_event_rate)"
-printf '  %-38s %16s %14s\n' "perftest -e (events)" "$(m event_lat)" "$(m event_rate)"
-printf '  %-38s %16s %14s\n' "asio-rdmacm queue_pair (busy_polling)" "$(m ours_poll_lat)" "$(m ours_poll_rate)"
-printf '  %-38s %16s %14s\n' "perftest (busy polling)" "$(m poll_lat)" "$(m poll_rate)"
+printf '  %-38s %24s %24s\n' "" "latency us (min-max)" "msg rate Mpps (min-max)"
+printf '  %-38s %24s %24s\n' "asio-rdmacm queue_pair (events)" "$(ms ours_event_lat)" "$(ms ours_event_rate)"
+printf '  %-38s %24s %24s\n' "perftest -e (events)" "$(ms event_lat)" "$(ms event_rate)"
+printf '  %-38s %24s %24s\n' "asio-rdmacm queue_pair (busy_polling)" "$(ms ours_poll_lat)" "$(ms ours_poll_rate)"
+printf '  %-38s %24s %24s\n' "perftest (busy polling)" "$(ms poll_lat)" "$(ms poll_rate)"
 awk -v ol="$(m ours_event_lat)" -v or="$(m ours_event_rate)" -v el="$(m event_lat)" -v er="$(m event_rate)" \
     -v opl="$(m ours_poll_lat)" -v opr="$(m ours_poll_rate)" -v pl="$(m poll_lat)" -v pr="$(m poll_rate)" 'BEGIN {
     printf "  events vs perftest -e:       latency %.2f, msg rate %.2f (goal >= 0.9)\n", el / ol, or / er

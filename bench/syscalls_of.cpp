@@ -1,0 +1,52 @@
+// syscalls_of COMMAND [ARGS...]: runs COMMAND and prints "syscalls N" on stderr: the system
+// calls it made, with every thread and process it made (counted by the kernel as
+// bench/costs.hpp counts ours), so that a tool of rdma-core's (perftest, cmtime) is
+// measured the way our benchmarks measure themselves. Exits with COMMAND's status; a TERM
+// or INT it gets goes on to COMMAND (a server stopped so), and the count is printed after.
+#include "costs.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+
+namespace {
+volatile sig_atomic_t child_pid = 0;
+extern "C" void pass_on(int sig) {
+    if (child_pid > 0) ::kill(static_cast<pid_t>(child_pid), sig);
+}
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: syscalls_of COMMAND [ARGS...]\n");
+        return 2;
+    }
+    const bench::costs::syscall_counter counter; // before the fork: the child inherits it
+    if (!counter.error().empty()) {
+        std::fprintf(stderr, "syscalls_of: %s\n", counter.error().c_str());
+        return 2;
+    }
+    const pid_t child = ::fork();
+    if (child < 0) return 2;
+    if (child == 0) {
+        ::execvp(argv[1], argv + 1);
+        std::perror(argv[1]);
+        ::_exit(127);
+    }
+    child_pid = child;
+    struct sigaction pass {};
+    pass.sa_handler = pass_on;
+    ::sigaction(SIGTERM, &pass, nullptr);
+    ::sigaction(SIGINT, &pass, nullptr);
+    int status = 0;
+    pid_t waited;
+    while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {}
+    if (waited != child) return 2;
+    // The child's count joined ours when it exited; ours since the fork is a handful
+    // (fork, waitpid, this read), left in: a constant per run, gone from differences of runs.
+    std::fprintf(stderr, "syscalls %llu\n", static_cast<unsigned long long>(counter.read()));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
