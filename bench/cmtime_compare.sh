@@ -17,6 +17,7 @@ set -euo pipefail
 build=$1 addr=$2 connections=${3:-1000} repeats=${4:-3}
 steps=("resolve addr" "resolve route" "connect" "disconnect")
 port=7700
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing # (syscalls_of)
 
 work=$(mktemp -d)
 server_pid=

@@ -38,7 +38,8 @@ count() {
     echo $total
 }
 
-a=$(count $short) b=$(count $long)
+a=$(count $short) # (one per statement: a failed count stops the script)
+b=$(count $long)
 awk -v dev="$dev" -v a="$a" -v b="$b" -v n=$((long - short)) 'BEGIN {
     printf "%s: ib_send_lat -e, 64-byte round trip, server and client: %.2f syscalls (%d minus %d iterations)\n",
            dev, (b - a) / n, n + '$short', '$short' }'

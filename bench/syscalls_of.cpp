@@ -29,18 +29,28 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "syscalls_of: %s\n", counter.error().c_str());
         return 2;
     }
+    // A TERM that comes before the child is known waits (blocked), then goes on to it.
+    sigset_t passed, before;
+    sigemptyset(&passed);
+    sigaddset(&passed, SIGTERM);
+    sigaddset(&passed, SIGINT);
+    ::sigprocmask(SIG_BLOCK, &passed, &before);
+    struct sigaction pass {};
+    pass.sa_handler = pass_on;
+    ::sigaction(SIGTERM, &pass, nullptr);
+    ::sigaction(SIGINT, &pass, nullptr);
     const pid_t child = ::fork();
     if (child < 0) return 2;
     if (child == 0) {
+        ::signal(SIGTERM, SIG_DFL);
+        ::signal(SIGINT, SIG_DFL);
+        ::sigprocmask(SIG_SETMASK, &before, nullptr);
         ::execvp(argv[1], argv + 1);
         std::perror(argv[1]);
         ::_exit(127);
     }
     child_pid = child;
-    struct sigaction pass {};
-    pass.sa_handler = pass_on;
-    ::sigaction(SIGTERM, &pass, nullptr);
-    ::sigaction(SIGINT, &pass, nullptr);
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
     int status = 0;
     pid_t waited;
     while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {}

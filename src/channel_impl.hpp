@@ -74,11 +74,15 @@ public:
     // Each move marks the channel after its call, and looks later (look_after_moves): one
     // look after any number of marks covers them all, so a rebalance moving many ids here
     // at once looks about once, not once per id.
-    void moved_here() noexcept { look_needed_.store(true, std::memory_order_release); }
+    // (A read-modify-write, not a store: each mark stays in the release sequence the look
+    // acquires, so every move marked before a look has its call ordered before the poll.)
+    void moved_here() noexcept { look_needed_.exchange(true, std::memory_order_acq_rel); }
     // If a move marked the channel since the last look: whether anything waits (a poll, no
-    // read), and a kick if so.
-    void look_after_moves() {
-        if (look_needed_.exchange(false, std::memory_order_acq_rel) && has_queued_event(channel_)) kick();
+    // read), and a kick if so. True when it kicked.
+    bool look_after_moves() {
+        if (!look_needed_.exchange(false, std::memory_order_acq_rel) || !has_queued_event(channel_)) return false;
+        kick();
+        return true;
     }
     // Whether any event waits on `channel`: a fresh poll sees the queue itself, events the
     // kernel moved there without waking its pollers included.

@@ -611,7 +611,8 @@ BOOST_AUTO_TEST_CASE(a_look_made_before_a_move_s_call_does_not_cover_it) {
         std::promise<void> c_free;
         asio::post(t[2], [busy = c_free.get_future()] { busy.wait_for(20s); }); // C1's look waits
         std::promise<error_code> c1_moved, c2_moved;
-        c1.async_migrate(b, [&](error_code ec) { c1_moved.set_value(ec); }); // its call: made here
+        c1.async_migrate(b, [&](error_code ec) { c1_moved.set_value(ec); });
+        BOOST_REQUIRE(faults::calls("rdma_migrate_id", c1.native_handle()) == 1); // its call: made here
         faults::gate held("rdma_migrate_id", c2.native_handle());
         std::thread s([&] { c2.async_migrate(b, [&](error_code ec) { c2_moved.set_value(ec); }); });
         BOOST_REQUIRE(held.wait_entered());
