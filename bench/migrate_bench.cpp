@@ -2,10 +2,11 @@
 // established, idle connections vs a raw rdma_migrate_id loop on the same ids, in one run.
 //
 // CONNECTIONS connections are set up through channel A (one io_context, this thread).
-// Then, ROUNDS times, every id moves A -> B -> A: by raw rdma_migrate_id calls on the ids'
-// native handles, and by async_migrate (the handler runs, the id's events and operations
-// are re-attached), each started by the previous one's handler. Prints migrations/s and p50/p99 latency for both, and
-// ours/raw; then each one's deterministic costs per migration (bench/costs.hpp).
+// Then, ROUNDS times, every id moves A -> B -> A, ten times over (a round of 20 moves is tens
+// of microseconds raw: one preemption of the VM swamped its ratio): by raw rdma_migrate_id
+// calls on the ids' native handles, and by async_migrate (the handler runs, the id's events
+// and operations are re-attached), each started by the previous one's handler. Prints migrations/s and p50/p99 latency
+// for both, and ours/raw; then each one's deterministic costs per migration (bench/costs.hpp).
 #include "costs.hpp"
 #include "rounds.hpp"
 
@@ -99,7 +100,8 @@ int main(int argc, char** argv) {
         run_until(ctx, [&] { return established == connections && servers.size() == clients.size(); });
 
         bench::costs::phase raw_cost("raw"), one_cost("one_at_a_time"), batch_cost("all_at_once");
-        const auto per_round = clients.size() * 2;
+        constexpr int cycles = 10; // A -> B -> A per id and round
+        const auto per_round = clients.size() * 2 * cycles;
         std::vector<double> raw_us, one_us, batch_us;
         double raw_total = 0, one_total = 0, batch_total = 0;
         bench::round_ratios one_ratio, batch_ratio; // time per migration, ours / raw
@@ -108,12 +110,13 @@ int main(int argc, char** argv) {
             // Raw: the same ids, A -> B -> A, straight through librdmacm.
             auto t0 = clock_type::now();
             raw_cost.begin();
-            for (auto& c : clients)
-                for (auto* ch : {b.native_handle(), a.native_handle()}) {
-                    auto t = clock_type::now();
-                    if (rdma_migrate_id(c.native_handle(), ch) != 0) throw std::runtime_error("rdma_migrate_id");
-                    raw_us.push_back(us_since(t));
-                }
+            for (int k = 0; k < cycles; ++k)
+                for (auto& c : clients)
+                    for (auto* ch : {b.native_handle(), a.native_handle()}) {
+                        auto t = clock_type::now();
+                        if (rdma_migrate_id(c.native_handle(), ch) != 0) throw std::runtime_error("rdma_migrate_id");
+                        raw_us.push_back(us_since(t));
+                    }
             raw_cost.end(per_round);
             raw_total += us_since(t0) / 1e6;
 
@@ -122,8 +125,8 @@ int main(int argc, char** argv) {
             std::size_t next = 0, done = 0;
             clock_type::time_point started;
             std::function<void()> migrate_next = [&] {
-                if (next == clients.size() * 2) return;
-                auto& c = clients[next / 2];
+                if (next == per_round) return;
+                auto& c = clients[(next / 2) % clients.size()];
                 auto& ch = next % 2 == 0 ? b : a;
                 ++next;
                 started = clock_type::now();
@@ -136,14 +139,15 @@ int main(int argc, char** argv) {
             };
             one_cost.begin();
             migrate_next();
-            run_until(ctx, [&] { return done == clients.size() * 2; });
+            run_until(ctx, [&] { return done == per_round; });
             one_cost.end(per_round);
             one_total += us_since(t0) / 1e6;
 
             // Ours, as a rebalancer does it: every id A -> B at once, then every id back.
             t0 = clock_type::now();
             batch_cost.begin();
-            for (auto* ch : {&b, &a}) {
+            for (int k = 0; k < cycles * 2; ++k) {
+                auto* ch = k % 2 == 0 ? &b : &a;
                 done = 0;
                 for (auto& c : clients) {
                     c.async_migrate(*ch, [&, t = clock_type::now()](rdmacm::error_code ec) {
@@ -162,7 +166,8 @@ int main(int argc, char** argv) {
         }
         auto raw = summarize(raw_us, raw_total), one = summarize(one_us, one_total),
              batch = summarize(batch_us, batch_total);
-        std::printf("migrations of established idle ids: %d connections x %d rounds x 2\n", connections, rounds);
+        std::printf("migrations of established idle ids: %d connections x %d rounds x %d x 2\n", connections, rounds,
+                    cycles);
         std::printf("                                  migrations/s    p50 us    p99 us   cost/raw, per round\n");
         std::printf("  raw rdma_migrate_id loop      : %12.0f %9.1f %9.1f\n", raw.rate, raw.p50_us, raw.p99_us);
         std::printf("  async_migrate, one at a time  : %12.0f %9.1f %9.1f   ", one.rate, one.p50_us, one.p99_us);
