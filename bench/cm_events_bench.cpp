@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     rdmacm::endpoint dst(asio::ip::make_address(argv[1]), 7471);
     int ids = argc > 2 ? std::atoi(argv[2]) : 1000;
     int rounds = argc > 3 ? std::atoi(argv[3]) : 7;
-    bench::round_ratios raw, ours, ratio;
+    bench::round_figures raw, ours, ratio;
     bench::costs::phase raw_cost("raw"), our_cost("event_channel");
     raw_round(dst, ids, nullptr); // warm-up: device opened, caches filled
     for (int r = 0; r < rounds; ++r) {

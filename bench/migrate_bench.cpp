@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
         const auto per_round = clients.size() * 2 * cycles;
         std::vector<double> raw_us, one_us, batch_us;
         double raw_total = 0, one_total = 0, batch_total = 0;
-        bench::round_ratios one_ratio, batch_ratio; // time per migration, ours / raw
+        bench::round_figures one_ratio, batch_ratio; // time per migration, ours / raw
         for (int r = 0; r < rounds; ++r) {
             const double raw_before = raw_total, one_before = one_total, batch_before = batch_total;
             // Raw: the same ids, A -> B -> A, straight through librdmacm.

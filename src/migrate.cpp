@@ -72,7 +72,7 @@ struct id_impl::hand_on {
         // Handlers of the id already handed to the old executor run before the id moves on
         // (one hop when old and new executor are the same, e.g. two channels of one context).
         auto then = [self = std::move(self), ec = ec, hop = std::move(hop), handler = std::move(handler),
-                     look_at = look && !ec ? std::move(target) : nullptr]() mutable {
+                     look_at = look ? std::move(target) : nullptr]() mutable {
             // The kick's read goes before the end when both run on one context (no hop):
             // events that moved along are held and delivered before deferred operations start.
             if (look_at && look_at->look_after_moves() && !hop) hop = self->get_executor();
