@@ -1,6 +1,7 @@
 #pragma once
 // Completing a type-erased handler from the compiled core.
 #include <boost/asio/any_completion_executor.hpp>
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -17,17 +18,19 @@
 
 namespace rdmacm::detail {
 
-// A completion as an executor runs it: called as an lvalue, once.
+// A completion as an executor runs it inline: called as an lvalue, once, before execute()
+// returns — so it refers to its arguments where the caller keeps them instead of copying
+// them (a CM event is ~150 bytes, and an executor copies the function it runs once more).
 template <typename Handler, typename... Args>
-struct completion_call {
+struct inline_call {
     Handler handler;
-    std::tuple<Args...> args;
+    std::tuple<Args&...> args;
     void operator()() {
         std::apply([this](Args&... a) { std::move(handler)(std::move(a)...); }, args);
     }
 };
 
-// Runs `make()` (a completion_call) through `ex`'s target, when that is an io_context's
+// Runs `make()` (an inline_call) through `ex`'s target, when that is an io_context's
 // executor or a strand of one that would run it inline here (this thread runs that
 // io_context, or is inside that strand, and blocking.never is not asked for): that
 // executor's own `execute` then runs it at once, as dispatch would — the same fence, and an
@@ -55,6 +58,25 @@ bool execute_inline(const AnyExecutor& ex, Make make) {
     return false;
 }
 
+template <typename T>
+inline constexpr bool is_any_completion_handler = false;
+template <typename... Signatures>
+inline constexpr bool is_any_completion_handler<boost::asio::any_completion_handler<Signatures...>> = true;
+
+// The executor a handler runs on, `fallback` if it has none of its own. A type-erased
+// handler is asked with its candidate converted to an any_completion_executor: from an
+// any_io_executor that conversion allocates (a shared copy of it, ~150 instructions with
+// the free), from the io_context's own executor, which fits in place, it does not.
+template <typename Handler, typename Executor>
+auto handler_executor(const Handler& handler, const Executor& fallback) {
+    if constexpr (is_any_completion_handler<Handler> && std::is_same_v<Executor, boost::asio::any_io_executor>) {
+        if (const auto* e = fallback.template target<boost::asio::io_context::executor_type>())
+            return boost::asio::get_associated_executor(handler,
+                                                        boost::asio::any_completion_executor(std::nothrow, *e));
+    }
+    return boost::asio::get_associated_executor(handler, fallback);
+}
+
 // Runs `handler(args...)` on its own associated executor (default `fallback`): inline if
 // this thread runs that executor already, else queued there — never by way of another
 // context (which would hold work on the handler's until after it ran). The executor is
@@ -62,12 +84,12 @@ bool execute_inline(const AnyExecutor& ex, Make make) {
 // executor is always the fallback.
 template <typename Handler, typename Executor, typename... Args>
 void dispatch_to_handler(Handler handler, const Executor& fallback, Args&&... args) {
-    auto ex = boost::asio::get_associated_executor(handler, fallback);
-    using handler_executor = decltype(ex);
-    if constexpr (std::is_same_v<handler_executor, boost::asio::any_io_executor> ||
-                  std::is_same_v<handler_executor, boost::asio::any_completion_executor>) {
+    auto ex = handler_executor(handler, fallback);
+    using handler_executor_type = decltype(ex);
+    if constexpr (std::is_same_v<handler_executor_type, boost::asio::any_io_executor> ||
+                  std::is_same_v<handler_executor_type, boost::asio::any_completion_executor>) {
         const auto call = [&] {
-            return completion_call<Handler, std::decay_t<Args>...>{std::move(handler), {std::forward<Args>(args)...}};
+            return inline_call<Handler, std::remove_reference_t<Args>...>{std::move(handler), {args...}};
         };
         if (execute_inline(ex, call)) return;
     }
