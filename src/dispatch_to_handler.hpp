@@ -66,13 +66,18 @@ inline constexpr bool is_any_completion_handler<boost::asio::any_completion_hand
 // The executor a handler runs on, `fallback` if it has none of its own. A type-erased
 // handler is asked with its candidate converted to an any_completion_executor: from an
 // any_io_executor that conversion allocates (a shared copy of it, ~150 instructions with
-// the free), from the io_context's own executor, which fits in place, it does not.
+// the free); from the concrete executor inside — an io_context's, or a strand of one, both
+// fit in place — it does not.
 template <typename Handler, typename Executor>
 auto handler_executor(const Handler& handler, const Executor& fallback) {
     if constexpr (is_any_completion_handler<Handler> && std::is_same_v<Executor, boost::asio::any_io_executor>) {
-        if (const auto* e = fallback.template target<boost::asio::io_context::executor_type>())
+        using io_executor = boost::asio::io_context::executor_type;
+        const auto ask = [&](const auto& candidate) {
             return boost::asio::get_associated_executor(handler,
-                                                        boost::asio::any_completion_executor(std::nothrow, *e));
+                                                        boost::asio::any_completion_executor(std::nothrow, candidate));
+        };
+        if (const auto* e = fallback.template target<io_executor>()) return ask(*e);
+        if (const auto* s = fallback.template target<boost::asio::strand<io_executor>>()) return ask(*s);
     }
     return boost::asio::get_associated_executor(handler, fallback);
 }
