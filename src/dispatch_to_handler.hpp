@@ -71,13 +71,12 @@ inline constexpr bool is_any_completion_handler<boost::asio::any_completion_hand
 template <typename Handler, typename Executor>
 auto handler_executor(const Handler& handler, const Executor& fallback) {
     if constexpr (is_any_completion_handler<Handler> && std::is_same_v<Executor, boost::asio::any_io_executor>) {
+        using boost::asio::any_completion_executor;
         using io_executor = boost::asio::io_context::executor_type;
-        const auto ask = [&](const auto& candidate) {
-            return boost::asio::get_associated_executor(handler,
-                                                        boost::asio::any_completion_executor(std::nothrow, candidate));
-        };
-        if (const auto* e = fallback.template target<io_executor>()) return ask(*e);
-        if (const auto* s = fallback.template target<boost::asio::strand<io_executor>>()) return ask(*s);
+        if (const auto* e = fallback.template target<io_executor>())
+            return boost::asio::get_associated_executor(handler, any_completion_executor(std::nothrow, *e));
+        if (const auto* s = fallback.template target<boost::asio::strand<io_executor>>())
+            return boost::asio::get_associated_executor(handler, any_completion_executor(std::nothrow, *s));
     }
     return boost::asio::get_associated_executor(handler, fallback);
 }

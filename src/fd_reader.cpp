@@ -3,19 +3,22 @@
 #include "rdmacm/detail/call_error.hpp"
 
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/prefer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <fcntl.h>
 
 namespace rdmacm::detail {
 
-fd_reader::fd_reader(const executor_type& ex, int fd) : executor_(ex), strand_(ex), context_(state_of(ex)) {
+fd_reader::fd_reader(const executor_type& ex, int fd)
+    : executor_(ex), strand_(make_strand(ex)), context_(state_of(ex)) {
     // Ourselves, not Asio: async_wait stops setting O_NONBLOCK in Boost 1.86 (semantics A4).
     int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("fcntl(O_NONBLOCK)"));
-    descriptor_.emplace(executor_type(*strand_), fd);
+    descriptor_.emplace(*strand_, fd);
 }
 
 void fd_reader::start() {
@@ -69,7 +72,19 @@ void fd_reader::context_shutdown() noexcept {
 
 bool fd_reader::on_reader_thread() {
     std::lock_guard lock(context_->mutex);
-    return context_->alive && strand_->running_in_this_thread();
+    return context_->alive && running_in(*strand_);
+}
+
+using io_executor = boost::asio::io_context::executor_type;
+
+fd_reader::executor_type fd_reader::make_strand(const executor_type& ex) {
+    if (const auto* e = ex.target<io_executor>()) return boost::asio::strand<io_executor>(*e);
+    return boost::asio::strand<executor_type>(ex);
+}
+
+bool fd_reader::running_in(const executor_type& strand) {
+    if (const auto* s = strand.target<boost::asio::strand<io_executor>>()) return s->running_in_this_thread();
+    return strand.target<boost::asio::strand<executor_type>>()->running_in_this_thread();
 }
 
 void fd_reader::wait() {

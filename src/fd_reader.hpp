@@ -10,7 +10,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/basic_stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 
 #include <memory>
 #include <mutex>
@@ -87,7 +86,7 @@ private:
     // goes before the shutdown may go on.
     class context_call {
     public:
-        context_call(state& context, const boost::asio::strand<executor_type>& strand) // under its mutex
+        context_call(state& context, const executor_type& strand) // under its mutex
             : context_(context), strand_(strand) {
             ++context_.calls;
         }
@@ -98,11 +97,11 @@ private:
             std::lock_guard lock(context_.mutex);
             if (--context_.calls == 0) context_.calls_done.notify_all();
         }
-        boost::asio::strand<executor_type>& strand() { return *strand_; }
+        executor_type& strand() { return *strand_; }
 
     private:
         state& context_;
-        std::optional<boost::asio::strand<executor_type>> strand_;
+        std::optional<executor_type> strand_;
     };
     // Empty once the context's shutdown began.
     std::optional<context_call> call_into_context() {
@@ -112,13 +111,21 @@ private:
     }
 
     void wait();
+    // A strand of `ex`: of the io_context's own executor when that is what `ex` holds, so
+    // that a wake-up goes through one type-erased executor, not two (a strand of an
+    // any_io_executor wraps it again, and is too big to sit in an any_io_executor in place:
+    // every copy, and the work each wait tracks, allocated).
+    static executor_type make_strand(const executor_type& ex);
+    static bool running_in(const executor_type& strand);
 
     executor_type executor_;
     // Outstanding work on the context from start() to stop(): the context runs until the
     // reader stops (the last owner gone: every id destroyed). The pending wait alone did not
     // hold it: scale_test saw run() return, work count zero, with the wait still armed.
     executor_type work_;
-    std::optional<boost::asio::strand<executor_type>> strand_;
+    // The reader's strand (see make_strand), the descriptor's executor: its every wake-up
+    // runs through it.
+    std::optional<executor_type> strand_;
     std::optional<boost::asio::posix::basic_stream_descriptor<executor_type>> descriptor_;
     std::shared_ptr<state> context_;
     bool stopped_ = false;    // on the strand
