@@ -1,5 +1,7 @@
 #pragma once
 // Completing a type-erased handler from the compiled core.
+#include "rdmacm/detail/follow_executor.hpp"
+
 #include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -31,31 +33,31 @@ struct inline_call {
 };
 
 // Runs `make()` (an inline_call) through `ex`'s target, when that is an io_context's
-// executor or a strand of one that would run it inline here (this thread runs that
-// io_context, or is inside that strand, and blocking.never is not asked for): that
-// executor's own `execute` then runs it at once, as dispatch would — the same fence, and an
-// io_context's capture of an exception for run() — without dispatch's path through the
-// type-erased executor, which wraps the function twice with work tracked between (about
-// 2,000 instructions per completion, more than the whole of a raw librdmacm event). `ex` as
-// it comes out of a type-erased handler: an any_completion_executor made from an
-// any_io_executor has the latter's target. False, `make` not called, for any other executor.
+// executor, or a strand of one or of a pooled connection's follow_executor, that would run
+// it inline here (this thread runs that io_context, or is inside that strand, and
+// blocking.never is not asked for): that executor's own `execute` then runs it at once, as
+// dispatch would — the same fence, and an io_context's capture of an exception for run() —
+// without dispatch's path through the type-erased executor, which wraps the function twice
+// with work tracked between (about 2,000 instructions per completion, more than the whole
+// of a raw librdmacm event). False, `make` not called, for any other executor.
 template <typename AnyExecutor, typename Make>
 bool execute_inline(const AnyExecutor& ex, Make make) {
     namespace execution = boost::asio::execution;
     using io_executor = boost::asio::io_context::executor_type;
-    const auto may_block = [](const io_executor& e) {
+    const auto may_block = [](const auto& e) {
         return boost::asio::query(e, execution::blocking) != execution::blocking.never;
     };
     if (const auto* e = ex.template target<io_executor>(); e && may_block(*e) && e->running_in_this_thread()) {
         e->execute(make());
         return true;
     }
-    if (const auto* s = ex.template target<boost::asio::strand<io_executor>>();
-        s && may_block(s->get_inner_executor()) && s->running_in_this_thread()) {
+    const auto in_strand = [&](const auto* s) {
+        if (!s || !may_block(s->get_inner_executor()) || !s->running_in_this_thread()) return false;
         s->execute(make());
         return true;
-    }
-    return false;
+    };
+    return in_strand(ex.template target<boost::asio::strand<io_executor>>()) ||
+           in_strand(ex.template target<boost::asio::strand<follow_executor>>());
 }
 
 template <typename T>
@@ -63,22 +65,17 @@ inline constexpr bool is_any_completion_handler = false;
 template <typename... Signatures>
 inline constexpr bool is_any_completion_handler<boost::asio::any_completion_handler<Signatures...>> = true;
 
-// The executor a handler runs on, `fallback` if it has none of its own. A type-erased
-// handler is asked with its candidate converted to an any_completion_executor: from an
-// any_io_executor that conversion allocates (a shared copy of it, ~150 instructions with
-// the free); from the concrete executor inside — an io_context's, or a strand of one, both
-// fit in place — it does not.
-template <typename Handler, typename Executor>
-auto handler_executor(const Handler& handler, const Executor& fallback) {
-    if constexpr (is_any_completion_handler<Handler> && std::is_same_v<Executor, boost::asio::any_io_executor>) {
-        using boost::asio::any_completion_executor;
-        using io_executor = boost::asio::io_context::executor_type;
-        if (const auto* e = fallback.template target<io_executor>())
-            return boost::asio::get_associated_executor(handler, any_completion_executor(std::nothrow, *e));
-        if (const auto* s = fallback.template target<boost::asio::strand<io_executor>>())
-            return boost::asio::get_associated_executor(handler, any_completion_executor(std::nothrow, *s));
+// Runs `handler(args...)` on `ex`: inline if this thread runs it already, else queued there.
+template <typename Handler, typename Executor, typename... Args>
+void run_on(const Executor& ex, Handler& handler, Args&&... args) {
+    if constexpr (std::is_same_v<Executor, boost::asio::any_io_executor> ||
+                  std::is_same_v<Executor, boost::asio::any_completion_executor>) {
+        const auto call = [&] {
+            return inline_call<Handler, std::remove_reference_t<Args>...>{std::move(handler), {args...}};
+        };
+        if (execute_inline(ex, call)) return;
     }
-    return boost::asio::get_associated_executor(handler, fallback);
+    boost::asio::dispatch(ex, boost::asio::append(std::move(handler), std::forward<Args>(args)...));
 }
 
 // Runs `handler(args...)` on its own associated executor (default `fallback`): inline if
@@ -86,18 +83,21 @@ auto handler_executor(const Handler& handler, const Executor& fallback) {
 // context (which would hold work on the handler's until after it ran). The executor is
 // asked of the handler itself: `append(handler, ...)` gives a token, whose associated
 // executor is always the fallback.
+//
+// A type-erased handler is asked with an empty candidate: it answers with an empty executor
+// when it has none of its own (most do: they follow their id or queue pair), and `fallback`
+// runs it as it is. Asked with `fallback`, it would convert it to an any_completion_executor,
+// which for any target bigger than an io_context's executor or a strand of one (a pooled
+// connection's strand) allocates a shared copy: ~150 instructions with the free.
 template <typename Handler, typename Executor, typename... Args>
 void dispatch_to_handler(Handler handler, const Executor& fallback, Args&&... args) {
-    auto ex = handler_executor(handler, fallback);
-    using handler_executor_type = decltype(ex);
-    if constexpr (std::is_same_v<handler_executor_type, boost::asio::any_io_executor> ||
-                  std::is_same_v<handler_executor_type, boost::asio::any_completion_executor>) {
-        const auto call = [&] {
-            return inline_call<Handler, std::remove_reference_t<Args>...>{std::move(handler), {args...}};
-        };
-        if (execute_inline(ex, call)) return;
+    if constexpr (is_any_completion_handler<Handler>) {
+        if (auto own = boost::asio::get_associated_executor(handler, boost::asio::any_completion_executor()))
+            return run_on(own, handler, std::forward<Args>(args)...);
+        return run_on(fallback, handler, std::forward<Args>(args)...);
+    } else {
+        return run_on(boost::asio::get_associated_executor(handler, fallback), handler, std::forward<Args>(args)...);
     }
-    boost::asio::dispatch(ex, boost::asio::append(std::move(handler), std::forward<Args>(args)...));
 }
 
 // The same, never inline: queued on `fallback` first (what follows a handler that threw).
