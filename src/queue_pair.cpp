@@ -528,7 +528,7 @@ void close(qp_impl& qp) noexcept { qp.close(); }
 void post(const std::shared_ptr<qp_impl>& qp, const boost::asio::any_io_executor& ex, const work_request& wr,
           const gathered_buffers& found, handler h) {
     if (const error_code refusal = qp ? qp->refusal(wr.what, found) : error_code(errc::not_open))
-        qp_impl::refuse(ex, std::move(h), refusal);
+        qp_impl::refuse(qp ? qp->get_executor() : ex, std::move(h), refusal);
     else
         qp->post(wr, std::move(h));
 }

@@ -43,20 +43,31 @@ enum class work_of_followers { at_start, by_object };
 
 // The initiation of every operation: a named object with the I/O object's executor, as
 // Asio's own are (what asio::cancel_after and other token adapters of later Boosts ask of an
-// initiation), handed the handler and the operation's start.
-template <typename Signature, work_of_followers Followers>
+// initiation), handed the handler and the operation's start. `ExecutorOf` is that executor
+// (at_start), or, for an object that moves (by_object), what reads it when asked: such an
+// operation needs none to start — a handler that follows the object runs wherever the
+// object is when it completes, one with an executor of its own has its work tracked there
+// — and reading it takes the object's locks, on every send and receive.
+template <typename Signature, work_of_followers Followers, typename ExecutorOf>
 class initiation {
 public:
     using executor_type = boost::asio::any_io_executor;
-    explicit initiation(executor_type ex) noexcept : executor_(std::move(ex)) {}
-    const executor_type& get_executor() const noexcept { return executor_; }
+    explicit initiation(ExecutorOf ex) noexcept : executor_of_(std::move(ex)) {}
+    executor_type get_executor() const {
+        if constexpr (Followers == work_of_followers::by_object)
+            return executor_of_();
+        else
+            return executor_of_;
+    }
 
     template <typename Handler, typename Start>
     void operator()(Handler handler, Start start) const {
         if constexpr (Followers == work_of_followers::by_object && !has_own_executor<Handler>) {
             start(boost::asio::any_completion_handler<Signature>(std::move(handler)));
         } else {
-            auto hex = boost::asio::get_associated_executor(handler, executor_);
+            // (by_object: the handler's own; the candidate is never the answer)
+            auto hex = boost::asio::get_associated_executor(
+                handler, Followers == work_of_followers::by_object ? executor_type() : executor_type(get_executor()));
             using tracked = tracked_handler<Handler, decltype(hex)>;
             start(boost::asio::any_completion_handler<Signature>(
                 tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
@@ -64,13 +75,22 @@ public:
     }
 
 private:
-    executor_type executor_;
+    ExecutorOf executor_of_;
 };
 
 template <typename Signature, work_of_followers Followers = work_of_followers::at_start, typename Token, typename Start>
-auto async_start(const boost::asio::any_io_executor& io_ex, Token&& token, Start&& start) {
-    return boost::asio::async_initiate<Token, Signature>(initiation<Signature, Followers>(io_ex), token,
-                                                         std::forward<Start>(start));
+requires(Followers == work_of_followers::at_start) auto async_start(const boost::asio::any_io_executor& io_ex,
+                                                                    Token&& token, Start&& start) {
+    return boost::asio::async_initiate<Token, Signature>(
+        initiation<Signature, Followers, boost::asio::any_io_executor>(io_ex), token, std::forward<Start>(start));
+}
+
+// For an object that moves: `executor_of()` reads its executor (see initiation).
+template <typename Signature, work_of_followers Followers, typename ExecutorOf, typename Token, typename Start>
+requires(Followers == work_of_followers::by_object) auto async_start(ExecutorOf executor_of, Token&& token,
+                                                                     Start&& start) {
+    return boost::asio::async_initiate<Token, Signature>(
+        initiation<Signature, Followers, ExecutorOf>(std::move(executor_of)), token, std::forward<Start>(start));
 }
 
 } // namespace rdmacm::detail

@@ -71,7 +71,7 @@ protected:
     template <typename Signature, typename Token>
     auto start(op_kind kind, Token&& token, op_call call) {
         return async_start<Signature, work_of_followers::by_object>(
-            get_executor(), std::forward<Token>(token),
+            [ex = executor_, impl = impl_] { return impl ? id_ops::executor(*impl) : ex; }, std::forward<Token>(token),
             [ex = executor_, impl = impl_, kind, call = std::move(call)](auto handler) {
                 id_ops::start(impl, ex, kind, std::move(handler), call);
             });

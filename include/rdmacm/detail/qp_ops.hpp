@@ -57,8 +57,9 @@ ibv_qp* native(const qp_impl& qp) noexcept;
 // Outstanding operations complete with operation_aborted; the queue pair goes with its id.
 void close(qp_impl& qp) noexcept;
 // Posts `wr` on `qp`, `h` completing with the work completion's status and byte count;
-// or completes `h` on `ex` with why it cannot go: errc::not_open with no queue pair, or
-// what `found` breaks (too many buffers, unregistered memory, too big a message...).
+// or completes `h` with why it cannot go, on the queue pair's executor: what `found` breaks
+// (too many buffers, unregistered memory, too big a message...); with no queue pair,
+// errc::not_open on `ex`.
 void post(const std::shared_ptr<qp_impl>& qp, const boost::asio::any_io_executor& ex, const work_request& wr,
           const gathered_buffers& found, handler h);
 } // namespace qp_ops
