@@ -474,6 +474,16 @@ BOOST_FIXTURE_TEST_CASE(data_path_and_migration, channel_fixture) {
         ctx, "queue_pair::async_receive",
         [&](auto token) { return p.server_qp->async_receive(smr, sbuf, std::move(token)); },
         [&] { p.client_qp->async_send(cmr, cbuf, [](error_code, std::size_t) {}); }, {}, {true, false, false});
+
+    // Moved: the initiations of the id's and its queue pair's operations name where they are
+    // now (their executor is read when asked, not kept from before).
+    run(ctx, [&]() -> awaitable<void> { co_await p.server->async_migrate(other, strand, use_awaitable); }());
+    asio::any_io_executor seen;
+    p.server_qp->async_receive(smr, sbuf, inspect_initiation{&seen});
+    BOOST_TEST((seen == strand), "queue_pair::async_receive: the initiation's executor after a move");
+    seen = {};
+    p.server->async_next_event(inspect_initiation{&seen});
+    BOOST_TEST((seen == strand), "cm_id::async_next_event: the initiation's executor after a move");
 }
 
 // A queue pair's send, RDMA write and RDMA read: terminal cancellation puts the queue pair in

@@ -260,7 +260,7 @@ private:
         auto impl = impl_; // (read once: a close() may take it away meanwhile)
         return detail::async_start<void(error_code, std::size_t), detail::work_of_followers::by_object>(
             [ex = executor_, impl] { return impl ? detail::qp_ops::executor(*impl) : ex; }, std::forward<Token>(token),
-            [ex = executor_, impl = std::move(impl), what, buffers, remote](auto handler) {
+            [ex = executor_, impl, what, buffers, remote](auto handler) {
                 std::array<ibv_sge, detail::max_buffers_per_operation> sges;
                 detail::gathered_buffers found{.remote_length = remote.length};
                 detail::for_each_buffer<Buffer>(buffers, [&](const Buffer& b) {
