@@ -9,6 +9,7 @@
 #include "support/connection_pair.hpp"
 #include "support/fixture.hpp"
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_allocator.hpp>
@@ -281,6 +282,26 @@ void check_contract(asio::io_context& ctx, const char* name, Start start, Comple
 }
 
 } // namespace
+
+// A handler the user type-erased (any_completion_handler, whose type says it has an executor
+// whether or not the one inside has) given as the token: it runs on the object's executor.
+BOOST_FIXTURE_TEST_CASE(type_erased_handler_as_token, channel_fixture) {
+    cm_id id(*channel);
+    int calls = 0;
+    error_code got;
+    asio::any_completion_handler<void(error_code, cm_event)> handler([&](error_code ec, cm_event) {
+        ++calls;
+        got = ec;
+        BOOST_TEST(ctx.get_executor().running_in_this_thread());
+    });
+    id.async_next_event(std::move(handler));
+    id.cancel();
+    BOOST_TEST(run_until(
+        ctx, [&] { return calls > 0; }, 10s));
+    ctx.poll();
+    BOOST_TEST(calls == 1);
+    BOOST_TEST((got == asio::error::operation_aborted), got.message());
+}
 
 // Waits: every cancellation type ends them, nothing lost.
 BOOST_FIXTURE_TEST_CASE(waits, channel_fixture) {
