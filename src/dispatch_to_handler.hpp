@@ -1,5 +1,6 @@
 #pragma once
 // Completing a type-erased handler from the compiled core.
+#include "rdmacm/detail/async_start.hpp"
 #include "rdmacm/detail/follow_executor.hpp"
 
 #include <boost/asio/any_completion_executor.hpp>
@@ -59,11 +60,6 @@ bool execute_inline(const AnyExecutor& ex, Make make) {
     return in_strand(ex.template target<boost::asio::strand<io_executor>>()) ||
            in_strand(ex.template target<boost::asio::strand<follow_executor>>());
 }
-
-template <typename T>
-inline constexpr bool is_any_completion_handler = false;
-template <typename... Signatures>
-inline constexpr bool is_any_completion_handler<boost::asio::any_completion_handler<Signatures...>> = true;
 
 // Runs `handler(args...)` on `ex`: inline if this thread runs it already, else queued there.
 template <typename Handler, typename Executor, typename... Args>

@@ -3,7 +3,6 @@
 // universal completion-token model, outstanding work tracked until the handler has run (see
 // work_of_followers), and the handler type-erased for the compiled core, keeping its
 // associated executor, allocator and cancellation slot.
-#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -28,6 +27,11 @@ struct tracked_handler {
         std::move(handler)(std::forward<Args>(args)...);
     }
 };
+
+template <typename T>
+inline constexpr bool is_any_completion_handler = false;
+template <typename... Signatures>
+inline constexpr bool is_any_completion_handler<boost::asio::any_completion_handler<Signatures...>> = true;
 
 // Whether a handler has an executor of its own (else it runs on its I/O object's).
 struct no_executor {};
@@ -68,13 +72,10 @@ public:
         } else {
             // by_object: its own executor, asked without reading the object's — unless the
             // handler is type-erased (an any_completion_handler given as the token), whose type
-            // claims an executor whether or not the handler inside has one: an empty answer
-            // then means none, and it runs on the object's.
-            auto hex = boost::asio::get_associated_executor(
-                handler, Followers == work_of_followers::by_object ? executor_type() : executor_type(get_executor()));
-            if constexpr (Followers == work_of_followers::by_object &&
-                          std::is_same_v<decltype(hex), boost::asio::any_completion_executor>)
-                if (!hex) hex = boost::asio::get_associated_executor(handler, get_executor());
+            // claims an executor whether or not the handler inside has one.
+            constexpr bool own_known = Followers == work_of_followers::by_object && !is_any_completion_handler<Handler>;
+            auto hex = boost::asio::get_associated_executor(handler, own_known ? executor_type()
+                                                                               : executor_type(get_executor()));
             using tracked = tracked_handler<Handler, decltype(hex)>;
             start(boost::asio::any_completion_handler<Signature>(
                 tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
