@@ -82,9 +82,9 @@ void run_on(const Executor& ex, Handler& handler, Args&&... args) {
 //
 // A type-erased handler is asked with an empty candidate: it answers with an empty executor
 // when it has none of its own (most do: they follow their id or queue pair), and `fallback`
-// runs it as it is. Asked with `fallback`, it would convert it to an any_completion_executor,
-// which for any target bigger than an io_context's executor or a strand of one (a pooled
-// connection's strand) allocates a shared copy: ~150 instructions with the free.
+// runs it as it is. Asked with `fallback`, it would convert that any_io_executor to an
+// any_completion_executor, which Boost 1.81 does by allocating a shared copy of it: ~150
+// instructions with the free, on every completion.
 template <typename Handler, typename Executor, typename... Args>
 void dispatch_to_handler(Handler handler, const Executor& fallback, Args&&... args) {
     if constexpr (is_any_completion_handler<Handler>) {
