@@ -95,9 +95,9 @@ private:
 
     // What a pass over the completion queue does besides polling it to empty.
     enum class pass : std::uint8_t {
-        woken, // takes the channel's event first; re-arms the queue (and polls again) unless polling
+        woken, // takes the channel's event first (an arm pass follows: wake())
         spin,  // only polls (polling mode)
-        arm,   // re-arms the queue and polls again (polling mode, going to sleep)
+        arm,   // re-arms the queue and polls again (going to sleep)
     };
     struct pass_result {
         bool current;     // `by` is the queue pair's reader, and the queue pair open
