@@ -68,10 +68,7 @@ id_impl::~id_impl() {
     if (channel_) channel_->remove_owner(); // never closed (its close job never ran)
 }
 
-bool id_impl::closed() const noexcept {
-    std::lock_guard lock(mutex_);
-    return machine_.closed();
-}
+bool id_impl::closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
 void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
     std::unique_lock lock(mutex_);
@@ -254,6 +251,7 @@ void id_impl::close() noexcept {
         moving = migration_ && !migration_->settled && !in_migrate_call_;
         connecting_at_close_ = machine_.pending(op_kind::establish); // (closing clears it)
         machine_.close();
+        closed_.store(true, std::memory_order_release);
         unanswered.swap(requests_);
         events_.clear();
         data = data_path_;

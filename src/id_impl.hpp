@@ -237,6 +237,9 @@ private:
     std::list<cm_event> events_;                                        // for next_event
     std::list<std::pair<std::shared_ptr<id_impl>, cm_event>> requests_; // for request
     std::atomic<bool> pending_request_{false};
+    // machine_.closed(), readable without the lock (native_handle() on every call of a
+    // user's own librdmacm loop).
+    std::atomic<bool> closed_{false};
 
     // Migration: while `migration_` is set, events go to held_ and new operations to
     // deferred_, both replayed in order on the new executor before anything newer.

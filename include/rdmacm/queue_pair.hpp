@@ -131,9 +131,7 @@ public:
     ~basic_queue_pair() { close(); }
 
     /// The id's executor (it follows the id's migrations).
-    executor_type get_executor() const {
-        return detail::executor_as<Executor>(impl_ ? detail::qp_ops::executor(*impl_) : executor_);
-    }
+    executor_type get_executor() const { return detail::executor_as<Executor>(current_executor(impl_, executor_)); }
     native_handle_type native_handle() const noexcept { return impl_ ? detail::qp_ops::native(*impl_) : nullptr; }
     /// The protection domain to register memory with.
     ibv_pd* pd() const noexcept { return impl_ ? detail::qp_ops::native(*impl_)->pd : nullptr; }
@@ -253,13 +251,18 @@ public:
     }
 
 private:
+    // The id's executor as it is now (it moves), or `fallback` when the queue pair is not open.
+    static boost::asio::any_io_executor current_executor(const std::shared_ptr<detail::qp_impl>& impl,
+                                                         const boost::asio::any_io_executor& fallback) {
+        return impl ? detail::qp_ops::executor(*impl) : fallback;
+    }
     // Posts the buffers as one work request, its scatter/gather list built on the stack in
     // the same pass that checks them (a refusal completes like any operation, never inline).
     template <typename Buffer, typename Buffers, typename Token>
     auto start(detail::work_request::kind what, const Buffers& buffers, const remote_buffer& remote, Token&& token) {
         auto impl = impl_; // (read once: a close() may take it away meanwhile)
         return detail::async_start<void(error_code, std::size_t), detail::work_of_followers::by_object>(
-            [ex = executor_, impl] { return impl ? detail::qp_ops::executor(*impl) : ex; }, std::forward<Token>(token),
+            [ex = executor_, impl] { return current_executor(impl, ex); }, std::forward<Token>(token),
             [ex = executor_, impl, what, buffers, remote](auto handler) {
                 std::array<ibv_sge, detail::max_buffers_per_operation> sges;
                 detail::gathered_buffers found{.remote_length = remote.length};

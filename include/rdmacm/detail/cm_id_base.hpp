@@ -85,7 +85,8 @@ protected:
     cm_id_base(const executor_type& ex, const std::shared_ptr<channel_impl>& channel, rdma_port_space ps);
     // An empty (closed) id.
     explicit cm_id_base(const executor_type& ex) noexcept : id_handle(ex, nullptr) {}
-    explicit cm_id_base(std::shared_ptr<id_impl> impl) noexcept : id_handle(executor_of(impl), std::move(impl)) {}
+    explicit cm_id_base(std::shared_ptr<id_impl> impl) noexcept
+        : id_handle(current_executor(impl, {}), std::move(impl)) {}
     ~cm_id_base() = default;
 
 private:

@@ -18,7 +18,7 @@ public:
 
     /// The executor completion handlers run on unless they have their own: the one the id
     /// was created with, or the one it last migrated to.
-    executor_type get_executor() const noexcept { return impl_ ? id_ops::executor(*impl_) : executor_; }
+    executor_type get_executor() const noexcept { return current_executor(impl_, executor_); }
     /// The librdmacm id (still owned by this object); nullptr when closed.
     native_handle_type native_handle() const noexcept { return impl_ ? id_ops::native(*impl_) : nullptr; }
     bool is_open() const noexcept { return native_handle() != nullptr; }
@@ -58,8 +58,10 @@ public:
 
 protected:
     friend struct access;
-    static executor_type executor_of(const std::shared_ptr<id_impl>& impl) noexcept {
-        return impl ? id_ops::executor(*impl) : executor_type{};
+    // The id's executor as it is now (it moves), or `fallback` when there is no id.
+    static executor_type current_executor(const std::shared_ptr<id_impl>& impl,
+                                          const executor_type& fallback) noexcept {
+        return impl ? id_ops::executor(*impl) : fallback;
     }
     // `impl` by reference: callers may read the executor from it in the same call.
     id_handle(executor_type ex, std::shared_ptr<id_impl>&& impl) noexcept
@@ -71,7 +73,7 @@ protected:
     template <typename Signature, typename Token>
     auto start(op_kind kind, Token&& token, op_call call) {
         return async_start<Signature, work_of_followers::by_object>(
-            [ex = executor_, impl = impl_] { return impl ? id_ops::executor(*impl) : ex; }, std::forward<Token>(token),
+            [ex = executor_, impl = impl_] { return current_executor(impl, ex); }, std::forward<Token>(token),
             [ex = executor_, impl = impl_, kind, call = std::move(call)](auto handler) {
                 id_ops::start(impl, ex, kind, std::move(handler), call);
             });
