@@ -84,6 +84,9 @@ private:
         ibv_cq* cq = nullptr;
         std::mutex poll_mutex; // one poller at a time: completions stay in order
         unsigned unacked = 0;  // CQ events read and not yet acknowledged (acked in batches)
+        // Armed since the last event was read: the next completion sends an event, or one
+        // is queued already (its read clears this). Arming again would only queue a second.
+        bool armed = false;
         ~cq_resources();
     };
     class cq_reader;

@@ -96,6 +96,7 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     if (!res->cq) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_cq"));
     if (int e = ibv_req_notify_cq(res->cq, 0))
         throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_req_notify_cq", e));
+    res->armed = true;
 
     ibv_qp_init_attr attr{};
     attr.qp_type = IBV_QPT_RC;
@@ -297,9 +298,12 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
         if (p == pass::woken) {
             ibv_cq* cq = nullptr;
             void* context = nullptr;
-            // At most one event is queued: the queue is armed once per sleep, after this
+            // At most one event is queued: the queue is armed once per event read, after this
             // read (an edge-triggered wait still fires for the next one: it comes after).
-            if (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
+            if (ibv_get_cq_event(res.channel, &cq, &context) == 0) {
+                ++res.unacked;
+                res.armed = false;
+            }
             if (res.unacked >= ack_batch) {
                 ibv_ack_cq_events(res.cq, res.unacked);
                 res.unacked = 0;
@@ -323,7 +327,8 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
                 }
             }
             if (!arm) break;
-            ibv_req_notify_cq(res.cq, 0);
+            if (!res.armed) ibv_req_notify_cq(res.cq, 0); // (rxe: a system call)
+            res.armed = true;
             arm = false;
         }
         std::lock_guard lock(mutex_);

@@ -164,6 +164,7 @@ BOOST_FIXTURE_TEST_CASE(work_completed_while_its_wake_up_runs_takes_no_wake_up_o
         ctx, [&] { return done == writes || failed; }, 30s));
     BOOST_TEST(!failed, failed.message());
     const int woken = wake_ups() - before;
+    BOOST_TEST_MESSAGE(woken << " wake-ups for " << writes << " writes");
     BOOST_TEST(woken <= writes / 4, woken << " wake-ups for " << writes << " writes");
 }
 
