@@ -84,9 +84,6 @@ private:
         ibv_cq* cq = nullptr;
         std::mutex poll_mutex; // one poller at a time: completions stay in order
         unsigned unacked = 0;  // CQ events read and not yet acknowledged (acked in batches)
-        // Armed since the last event was read: the next completion sends an event, or one
-        // is queued already (its read clears this). Arming again would only queue a second.
-        bool armed = false;
         ~cq_resources();
     };
     class cq_reader;
@@ -98,9 +95,9 @@ private:
 
     // What a pass over the completion queue does besides polling it to empty.
     enum class pass : std::uint8_t {
-        woken, // takes the channel's event first (an arm pass follows: wake())
+        woken, // takes the channel's event first; re-arms the queue (and polls again) unless polling
         spin,  // only polls (polling mode)
-        arm,   // re-arms the queue and polls again (going to sleep)
+        arm,   // re-arms the queue and polls again (polling mode, going to sleep)
     };
     struct pass_result {
         bool current;     // `by` is the queue pair's reader, and the queue pair open

@@ -25,9 +25,6 @@ constexpr int poll_batch = 16;     // work completions taken per ibv_poll_cq
 constexpr auto flush_grace = std::chrono::milliseconds(100);
 // How long a polling reader polls before the context's other handlers get their turn.
 constexpr auto spin_slice = std::chrono::microseconds(50);
-// Event-driven: how many times a wake-up re-arms and polls again while it finds completions
-// (each one's handlers may post work that completes at once) before it sleeps.
-constexpr int arming_passes = 8;
 
 bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type& b) {
     return &boost::asio::query(a, boost::asio::execution::context) ==
@@ -96,7 +93,6 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     if (!res->cq) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_cq"));
     if (int e = ibv_req_notify_cq(res->cq, 0))
         throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_req_notify_cq", e));
-    res->armed = true;
 
     ibv_qp_init_attr attr{};
     attr.qp_type = IBV_QPT_RC;
@@ -281,8 +277,7 @@ void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
 }
 
 // A pass: take the channel's event (woken; acked in batches), then every completion until
-// the queue is empty; to sleep (arm), poll to empty, re-arm and poll once more for what
-// came before the re-arm.
+// the queue is empty; to sleep, re-arm and poll once more for what came before the re-arm.
 // Polled and sorted under the poll lock (one poller at a time: completions stay in order),
 // handed over after it, by the current reader only, on its strand: in order, with no lock
 // of ours held while handlers run.
@@ -298,19 +293,16 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
         if (p == pass::woken) {
             ibv_cq* cq = nullptr;
             void* context = nullptr;
-            // At most one event is queued: the queue is armed once per event read, after this
+            // At most one event is queued: the queue is armed once per sleep, after this
             // read (an edge-triggered wait still fires for the next one: it comes after).
-            if (ibv_get_cq_event(res.channel, &cq, &context) == 0) {
-                ++res.unacked;
-                res.armed = false;
-            }
+            if (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
             if (res.unacked >= ack_batch) {
                 ibv_ack_cq_events(res.cq, res.unacked);
                 res.unacked = 0;
             }
         }
         std::array<ibv_wc, poll_batch> wc;
-        for (bool arm = p == pass::arm;;) {
+        for (bool arm = p == pass::arm || (p == pass::woken && !polling());;) {
             int n;
             while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0) {
                 result.found = true;
@@ -327,8 +319,7 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
                 }
             }
             if (!arm) break;
-            if (!res.armed) ibv_req_notify_cq(res.cq, 0); // (rxe: a system call)
-            res.armed = true;
+            ibv_req_notify_cq(res.cq, 0);
             arm = false;
         }
         std::lock_guard lock(mutex_);
@@ -366,28 +357,8 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
 }
 
 void qp_impl::wake(const std::shared_ptr<cq_reader>& by) {
-    if (!polling()) {
-        // Re-armed once the handlers this pass hands over have run, not before: what they
-        // posted may have completed meanwhile (siw completes a send inside ibv_post_send,
-        // rxe once the peer's acknowledgement is in), and the arming pass takes it instead
-        // of a wake-up of its own. While an arming pass finds completions, their handlers may
-        // have posted more: it goes again, a few times at most (other handlers wait).
-        try {
-            poll(by.get(), pass::woken);
-        } catch (...) {
-            // A handler run inline threw (out of run(), as Asio's own do): armed from a post,
-            // or the queue would never wake the reader again.
-            by->run_on_reader([self = shared_from_this(), by] { self->poll(by.get(), pass::arm); });
-            throw;
-        }
-        for (int i = 0; i < arming_passes; ++i) {
-            auto r = poll(by.get(), pass::arm);
-            if (!r.found || !r.current) break;
-        }
-        return;
-    }
     poll(by.get(), pass::woken);
-    if (by->spinning) return;
+    if (!polling() || by->spinning) return;
     by->spinning = true;
     by->last_found = std::chrono::steady_clock::now();
     spin(by);
