@@ -31,12 +31,13 @@ declare -A samples
 # perftest KEY TOOL PORT [FLAGS...]: server and client on $addr; adds the result (field 5 of
 # the client's SIZE line: t_typical for ib_send_lat, MsgRate for ib_send_bw) to samples[KEY],
 # or with KEY "-" (the warm-up) only checks it. A run in which both sides hang (each killed
-# after 60 s; on siw, ib_send_bw -e did in 2 of about 18 runs on 2026-11-30) is run once more, counted:
-# the summary says how many were; a second hang fails.
+# after 60 s; on siw, ib_send_bw -e did in 2 of about 18 runs on 2026-11-30, and twice in a row
+# on 2026-12-02) is run again, up to twice, counted: the summary says how many were; a third
+# hang fails.
 hung=0
 perftest() {
     local key=$1 tool=$2 port=$3 server client=0 server_status=0 value try; shift 3
-    for try in 1 2; do
+    for try in 1 2 3; do
         client=0 server_status=0
         timeout 60 stdbuf -oL "$tool" -R -d "$dev" -s $size -F -p "$port" "$@" >"$work/server" 2>&1 &
         server=$!
@@ -44,9 +45,9 @@ perftest() {
         timeout 60 stdbuf -oL "$tool" -R -d "$dev" -s $size -F -p "$port" "$@" "$addr" >"$work/client" 2>&1 ||
             client=$?
         wait $server || server_status=$?
-        [ $try = 1 ] && [ $client = 124 ] && [ $server_status = 124 ] || break
+        [ $try -lt 3 ] && [ $client = 124 ] && [ $server_status = 124 ] || break
         hung=$((hung + 1))
-        echo "perftest_compare: $dev: $tool $*: both sides hung for 60 s; once more (the client said:" \
+        echo "perftest_compare: $dev: $tool $*: both sides hung for 60 s; again (the client said:" \
             "$(tail -n 3 "$work/client" | tr '\n' ' '))" >&2
     done
     if [ $client != 0 ] || [ $server_status != 0 ]; then
