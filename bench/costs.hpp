@@ -3,9 +3,13 @@
 // ±40 % run to run; these repeat): system calls per operation, counted by the kernel for
 // every thread of the process (the raw_syscalls:sys_enter tracepoint through
 // perf_event_open, inherited by threads made after `costs::start()`), and user-space
-// instructions per operation when the benchmark runs under callgrind with
-// --collect-atstart=no (bench/costs.sh): each stretch of a phase is collected and dumped
-// under the phase's name, and the script adds the dumps up.
+// instructions per operation of every thread when the benchmark runs under callgrind
+// (bench/costs.sh): what every thread did before a stretch of a phase is dumped (as
+// "between phases") when it begins, and what they did in it under the phase's name when it
+// ends; the script adds the dumps up by name. Not callgrind's collection toggle, nor its
+// zeroing: both act on the calling thread only, so a phase whose work runs on other
+// threads (a server's, a pool's shards) counted only the thread that toggled, and a
+// destroyer thread's work before it spilled into the next phase.
 #include <valgrind/callgrind.h>
 
 #include <linux/perf_event.h>
@@ -33,10 +37,9 @@ public:
         explicit phase(std::string name) : name_(std::move(name)) {}
         void begin() {
             syscalls_at_ = counter().read();
-            CALLGRIND_TOGGLE_COLLECT;
+            CALLGRIND_DUMP_STATS_AT("between phases");
         }
         void end(std::uint64_t ops) {
-            CALLGRIND_TOGGLE_COLLECT;
             CALLGRIND_DUMP_STATS_AT(name_.c_str());
             syscalls_ += counter().read() - syscalls_at_ - 1; // (that read itself)
             ops_ += ops;

@@ -2,7 +2,8 @@
 # costs.sh BUILD ADDRESS DEVICE [BENCH...]: the deterministic costs per operation of each benchmark's
 # phases, ours beside the raw librdmacm baseline measured in the same run (bench/costs.hpp):
 # system calls counted by the kernel (a plain run) and user-space instructions counted by
-# callgrind (a second run, each measured stretch dumped under its phase's name). Neither
+# callgrind (a second run, each measured stretch dumped under its phase's name, every
+# thread's instructions in it: collected from the start, zeroed when a stretch begins). Neither
 # depends on the host's load: they repeat run to run where times swing ±40 % under TCG.
 # As root, where the RDMA devices are (the VM): mounts tracefs for the syscall counter.
 set -euo pipefail
@@ -30,7 +31,7 @@ for b in "${benches[@]}"; do
     # Instructions: the phases' dumps, added up by phase name.
     rm -f "$work"/cg.*
     # shellcheck disable=SC2086
-    valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$work/cg.%p" \
+    valgrind --tool=callgrind --collect-atstart=yes --callgrind-out-file="$work/cg.%p" \
         "$build"/bench/$b >"$work/cg-run" 2>"$work/cg-err" || { cat "$work/cg-run" "$work/cg-err"; exit 1; }
     awk '/^desc: Trigger: Client Request: /{p=$NF} /^summary: /{ir[p]+=$2} END{for (k in ir) print k, ir[k]}' \
         "$work"/cg.*.* >"$work/ir"
