@@ -18,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -74,7 +75,11 @@ public:
     // whose executor is `ex`.
     void serve(const std::shared_ptr<id_impl>& source, const executor_type& ex, serve_function serve,
                void_handler handler);
-    void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler);
+    // `handler` is posted once the connection's strand runs on the new shard: nothing of it
+    // runs inside the strand.
+    void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler) {
+        move(state, to, std::move(handler), moved_handler::posted);
+    }
     void rebalance(const rebalance_plan& plan, rebalance_handler handler);
     void stop(pool_stop_mode mode);
 
@@ -97,6 +102,11 @@ private:
     bool on_pool_thread() const noexcept;
     executor_type refusal_executor(std::size_t i) const;
     void accept_next(std::shared_ptr<serve_loop> loop);
+    // How a move's handler runs once it moved: posted (a user's), or called inside the
+    // connection's strand on its new shard (the rebalance's count of its moves, which posts
+    // the user's handler itself: a post per moved connection less).
+    enum class moved_handler : std::uint8_t { posted, called };
+    void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler, moved_handler how);
     void join();
     static connection failed_connection(const executor_type& ex) { return {cm_id(ex), {}, nullptr, ex}; }
 

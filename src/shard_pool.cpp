@@ -24,6 +24,9 @@
 namespace rdmacm::detail {
 namespace {
 
+// A pooled connection's strand: its handlers in order, on whichever shard it is homed.
+using connection_strand = boost::asio::strand<follow_executor>;
+
 // From an initiating function: `handler(args...)` by way of a post to `fallback` (never
 // inside the call), then on the handler's own executor (dispatch_to_handler). Callers that
 // chose a shard as `fallback` hold the pool's mutex, so it cannot stop before the post has
@@ -190,7 +193,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
                         dispatch_to_handler(std::move(handler), ex, migrated, failed_connection(ex));
                         return;
                     }
-                    executor_type strand = boost::asio::strand<follow_executor>(follow_executor(state->home));
+                    executor_type strand = connection_strand(follow_executor(state->home));
                     {
                         std::lock_guard relock(self->mutex_);
                         state->moving = false;
@@ -207,8 +210,10 @@ void pool_impl::place(connection_request request, place_handler handler) {
 // next invoker goes to the new home.
 // Work is kept on `home` meanwhile (the strand's invoker may be queued on another shard):
 // a draining stop cannot let the new shard run out of work first.
+// (The strand's own type, not the any_io_executor holding it: a post through that copies
+// the strand into new type-erased executors, on the heap, about 1,000 instructions a move.)
 template <typename F>
-void on_strand_at(const pool_impl::executor_type& strand, boost::asio::io_context& home, F then) {
+void on_strand_at(const connection_strand& strand, boost::asio::io_context& home, F then) {
     boost::asio::post(strand,
                       [strand, &home, work = boost::asio::make_work_guard(home), then = std::move(then)]() mutable {
                           if (home.get_executor().running_in_this_thread())
@@ -275,7 +280,8 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
     source->start(op_kind::request, id_impl::request_handler(std::move(next)), op_call{});
 }
 
-void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler) {
+void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler,
+                     moved_handler how) {
     std::unique_lock lock(mutex_);
     auto fallback = refusal_executor(to < shards_.size() ? to : 0);
     auto id = state ? state->id.lock() : nullptr;
@@ -299,7 +305,7 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
 
     id->migrate(
         target, target_ex,
-        [weak = weak_from_this(), state, to, handler = std::move(handler), fallback](error_code migrated) mutable {
+        [weak = weak_from_this(), state, to, handler = std::move(handler), fallback, how](error_code migrated) mutable {
             auto self = weak.lock(); // weakly, as in place()
             if (!self) return;
             if (migrated) {
@@ -317,7 +323,7 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                 strand = state->strand ? state->strand->get() : executor_type();
             }
             state->home->store(&home);
-            auto moved = [weak, state, to, handler = std::move(handler), fallback]() mutable {
+            auto moved = [weak, state, to, handler = std::move(handler), fallback, how]() mutable {
                 auto pool = weak.lock();
                 if (!pool) return;
                 {
@@ -329,11 +335,13 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                     }
                     state->shard = to;
                 }
-                // Not inside the connection's strand: the user's handler holds up nothing.
-                post_to_handler_executor(std::move(handler), fallback, error_code());
+                if (how == moved_handler::called)
+                    std::move(handler)(error_code());
+                else // not inside the connection's strand: the user's handler holds up nothing
+                    post_to_handler_executor(std::move(handler), fallback, error_code());
             };
-            if (strand)
-                on_strand_at(strand, home, std::move(moved));
+            if (const auto* s = strand.target<connection_strand>()) // (the only kind a pooled connection has)
+                on_strand_at(*s, home, std::move(moved));
             else
                 moved(); // its shard has shut down: nothing runs on the strand any more
         });
@@ -369,7 +377,8 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
     }
     auto op = std::make_shared<rebalance_op>(std::move(report), moves.size(), std::move(handler));
     for (const auto& m : moves) {
-        move(find(m.key), m.to, [self = shared_from_this(), op, m, fallback](error_code moved) {
+        // (Called in the moved connection's strand, or from a refusal's post.)
+        auto count = [self = shared_from_this(), op, m, fallback](error_code moved) {
             {
                 std::lock_guard lock(op->mutex);
                 if (moved)
@@ -378,11 +387,12 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
                     op->report.moved.push_back(m);
                 if (--op->remaining != 0) return;
             }
-            // The last move's: no other touches `op` now, and the user's handler (maybe run
-            // inline) runs with no lock of ours held.
+            // The last move's: no other touches `op` now. The user's handler is posted: never
+            // inside a connection's strand, with no lock of ours held.
             op->report.after = self->connection_counts();
-            dispatch_to_handler(std::move(op->handler), fallback, error_code{}, std::move(op->report));
-        });
+            post_to_handler(self, fallback, std::move(op->handler), error_code{}, std::move(op->report));
+        };
+        move(find(m.key), m.to, std::move(count), moved_handler::called);
     }
 }
 
