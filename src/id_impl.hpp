@@ -81,6 +81,16 @@ public:
     // `handler` on the new executor (the old one if it failed). A null `target` puts the
     // id in synchronous mode (its executor stays).
     void migrate(const std::shared_ptr<channel_impl>& target, const executor_type& target_ex, void_handler handler);
+    // Several ids to one target at once (a rebalance), each as migrate() moves it; those that
+    // share their old channel and executor move together: their migrate calls in one pass
+    // while the old reader is idle, then one step on the old executor and one hop to the new
+    // one for all of them instead of two posts per id.
+    struct migrate_order {
+        std::shared_ptr<id_impl> id;
+        void_handler handler;
+    };
+    static void migrate_together(std::vector<migrate_order> orders, const std::shared_ptr<channel_impl>& target,
+                                 const executor_type& target_ex);
 
     // Synchronous mode (src/sync_mode.cpp): the blocking librdmacm call that starts an
     // operation of `kind`, and the event it waited for (empty if none came).
@@ -191,6 +201,14 @@ private:
     // held instead (finish_migration replays what was held, not from the reader).
     void deliver(const cm_event& ev, bool from_reader);
     void submit_destroy();
+    // Marks the id moving to `target` (lock held; released when refused, after completing
+    // `handler`). False when refused.
+    bool begin_migration(std::unique_lock<std::mutex>& lock, const std::shared_ptr<channel_impl>& target,
+                         const executor_type& target_ex, void_handler& handler);
+    // Whether the migrate call may be made now (lock held); if not — the migration was
+    // abandoned, or waits for the calls in flight, the last of which goes on — the lock is
+    // let go of.
+    bool ready_for_call(std::unique_lock<std::mutex>& lock);
     // The next step of a migration (lock held on entry, released on return): the migrate
     // call here if the old reader is idle, else on its strand; once no call is in flight.
     void migrate_step(std::unique_lock<std::mutex>& lock, how mode);

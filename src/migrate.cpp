@@ -20,6 +20,9 @@
 // On failure the id stays on its old channel and executor with nothing lost (step 4 runs
 // there instead).
 //
+// Moved together (migrate_together: a rebalance), ids on one channel make step 2 in one pass
+// of the old reader, then steps 3 and 4 as one post each for all of them.
+//
 // Synchronous mode (semantics F4, F5) is a migration to no channel: librdmacm's private channel. It
 // is refused while anything of the id is queued or expected (an event read but not
 // delivered, an operation outstanding), and undone when the kernel moved a queued event
@@ -32,6 +35,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace rdmacm::detail {
 
@@ -56,25 +60,11 @@ struct id_impl::hand_on {
     void run() && {
         if (!self) return;
         if (!called) return self->end_migration(ec, mode);
-        if (kick_old) old_channel->kick();
-        if (ec && target) target->remove_owner(); // taken at the start, not needed now
-        if (!ec) {
-            // Events that moved with the id (semantics F2) are not announced by the kernel: the
-            // reader reads them when any wait there (a look is cheaper than a read on the
-            // reader's strand, and most moves bring none), looked for once the old executor
-            // has caught up — by then a rebalance has made the calls of all its moves, and
-            // one look covers them. (The id holds what is read meanwhile until it has moved.)
-            // A request not yet accepted has none (semantics F8): the usual move of a server's
-            // new connection does not even look.
-            if (look) target->moved_here();
-            if (old_channel) old_channel->remove_owner();
-        }
+        settle_channels();
         // Handlers of the id already handed to the old executor run before the id moves on
         // (one hop when old and new executor are the same, e.g. two channels of one context).
         auto then = [self = std::move(self), ec = ec, hop = std::move(hop), handler = std::move(handler),
                      look_at = look ? std::move(target) : nullptr]() mutable {
-            // The kick's read goes before the end when both run on one context (no hop):
-            // events that moved along are held and delivered before deferred operations start.
             if (look_at && look_at->look_after_moves() && !hop) hop = self->get_executor();
             if (!hop)
                 self->finish_migration(ec, handler);
@@ -87,6 +77,78 @@ struct id_impl::hand_on {
             data->after_handed(old_executor, [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
         else
             boost::asio::post(old_executor, std::move(then));
+    }
+
+    // The ids of a migrate_together, their calls made: those moved from one executor to one
+    // other, without a queue pair, take one step on the old executor and one hop together,
+    // and end one after the other there; any other goes on alone.
+    static void run_together(std::vector<hand_on>& moved) {
+        struct moving {
+            std::shared_ptr<id_impl> self;
+            void_handler handler;
+        };
+        std::vector<moving> group;
+        executor_type old_executor, hop;
+        std::shared_ptr<channel_impl> look_at;
+        for (auto& h : moved) {
+            const bool joins = h.self && h.called && !h.ec && !h.data && !h.kick_old &&
+                               (group.empty() || (h.old_executor == old_executor && h.hop == hop));
+            if (!joins) {
+                std::move(h).run();
+                continue;
+            }
+            h.settle_channels();
+            if (group.empty()) old_executor = h.old_executor, hop = h.hop;
+            if (h.look) look_at = h.target; // (one target for all: migrate_together's)
+            group.push_back({std::move(h.self), std::move(h.handler)});
+        }
+        if (group.empty()) return;
+        boost::asio::post(old_executor, [group = std::move(group), hop = std::move(hop), look_at = std::move(look_at),
+                                         old_executor]() mutable {
+            if (look_at && look_at->look_after_moves() && !hop) hop = old_executor; // (still theirs)
+            if (!hop)
+                finish_together(group, 0, old_executor);
+            else
+                boost::asio::post(hop, [group = std::move(group), hop]() mutable { finish_together(group, 0, hop); });
+        });
+    }
+
+private:
+    // The channels' side once the call settled: the target loses the owner taken for a
+    // failed move; a moved id's old channel loses it, and the target is marked to be looked
+    // at. Events that moved with the id (semantics F2) are not announced by the kernel: the
+    // reader reads them when any wait there (a look is cheaper than a read on the reader's
+    // strand, and most moves bring none), looked for once the old executor has caught up —
+    // by then a rebalance has made the calls of all its moves, and one look covers them.
+    // (The id holds what is read meanwhile until it has moved.) A request not yet accepted
+    // has none (semantics F8): the usual move of a server's new connection does not even
+    // look. The kick's read (look_after_moves) goes before the end when both run on one
+    // context (no hop): events that moved along are held and delivered before deferred
+    // operations start.
+    void settle_channels() {
+        if (kick_old) old_channel->kick();
+        if (ec && target) target->remove_owner(); // taken at the start, not needed now
+        if (!ec) {
+            if (look) target->moved_here();
+            if (old_channel) old_channel->remove_owner();
+        }
+    }
+
+    // Ends the moves of `group` from `first` on, in order, on `here`. A handler run inline
+    // that throws leaves run() as Asio's do; the moves after it end from a post.
+    template <typename Group>
+    static void finish_together(Group& group, std::size_t first, const executor_type& here) {
+        for (std::size_t i = first; i < group.size(); ++i) {
+            try {
+                group[i].self->finish_migration({}, group[i].handler);
+            } catch (...) {
+                if (i + 1 < group.size())
+                    boost::asio::post(here, [group = std::move(group), next = i + 1, here]() mutable {
+                        finish_together(group, next, here);
+                    });
+                throw;
+            }
+        }
     }
 };
 
@@ -114,6 +176,46 @@ void id_impl::set_listening(int backlog) noexcept {
 void id_impl::migrate(const std::shared_ptr<channel_impl>& target, const executor_type& target_ex,
                       void_handler handler) {
     std::unique_lock lock(mutex_);
+    if (begin_migration(lock, target, target_ex, handler)) migrate_step(lock, how::post);
+}
+
+void id_impl::migrate_together(std::vector<migrate_order> orders, const std::shared_ptr<channel_impl>& target,
+                               const executor_type& target_ex) {
+    // Started each as migrate() starts it; one with a queue pair (whose completions take
+    // steps of their own), or on another channel than the first, moves alone.
+    std::vector<std::shared_ptr<id_impl>> together;
+    std::shared_ptr<channel_impl> reader;
+    for (auto& o : orders) {
+        std::unique_lock lock(o.id->mutex_);
+        if (!o.id->begin_migration(lock, target, target_ex, o.handler)) continue;
+        if (o.id->data_path_ || !o.id->channel_ || (reader && o.id->channel_ != reader)) {
+            o.id->migrate_step(lock, how::post);
+            continue;
+        }
+        reader = o.id->channel_;
+        together.push_back(std::move(o.id));
+    }
+    if (together.empty()) return;
+    std::vector<hand_on> moved;
+    moved.reserve(together.size());
+    const bool ran = reader->try_run_exclusive([&] {
+        for (auto& id : together) {
+            std::unique_lock lock(id->mutex_);
+            if (id->ready_for_call(lock)) moved.push_back(id->migrate_now(lock, how::post));
+        }
+    });
+    if (!ran) { // the old reader is busy: each from its strand, as migrate() goes on
+        for (auto& id : together) {
+            std::unique_lock lock(id->mutex_);
+            id->migrate_step(lock, how::post);
+        }
+        return;
+    }
+    hand_on::run_together(moved); // out of the routing lock: it runs executors, maybe the user's
+}
+
+bool id_impl::begin_migration(std::unique_lock<std::mutex>& lock, const std::shared_ptr<channel_impl>& target,
+                              const executor_type& target_ex, void_handler& handler) {
     error_code ec;
     if (machine_.closed())
         ec = errc::not_open;
@@ -126,26 +228,31 @@ void id_impl::migrate(const std::shared_ptr<channel_impl>& target, const executo
     if (ec || (!target && synchronous_)) { // refused, or synchronous already
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
-        return;
+        return false;
     }
     auto current = executor_.get();
     migration_.reset(new migration{target, target ? target_ex : current, current, std::move(handler)});
     if (data_path_) data_path_->begin_move();
-    migrate_step(lock, how::post);
+    return true;
 }
 
-void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
+bool id_impl::ready_for_call(std::unique_lock<std::mutex>& lock) {
     if (!migration_ || migration_->settled) { // abandoned by close()
         lock.unlock();
-        return;
+        return false;
     }
     if (calls_in_flight_ != 0) { // the last call out goes on (after_call)
         migrate_waits_ = true;
         migration_->waited = true;
         update_busy();
         lock.unlock();
-        return;
+        return false;
     }
+    return true;
+}
+
+void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
+    if (!ready_for_call(lock)) return;
     // A synchronous id has no channel of ours: the target's reader makes the call.
     auto reader = channel_ ? channel_ : migration_->target;
     std::optional<hand_on> next; // (emplaced: 1.81's handler move assignment recurses)

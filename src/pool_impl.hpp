@@ -32,6 +32,7 @@ namespace rdmacm {}
 
 namespace rdmacm::detail {
 
+class channel_impl;
 class id_impl;
 struct serve_loop;
 
@@ -107,6 +108,20 @@ private:
     // the user's handler itself: a post per moved connection less).
     enum class moved_handler : std::uint8_t { posted, called };
     void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler, moved_handler how);
+    // A move checked and the connection marked moving (under mutex_): the migration to make.
+    // None when refused: the refusal is on its way to the handler.
+    struct ordered_move {
+        std::shared_ptr<id_impl> id;
+        void_handler handler; // the migrate handler
+        std::shared_ptr<channel_impl> target;
+        executor_type target_ex;
+    };
+    std::optional<ordered_move> order_move(const std::shared_ptr<pooled_state>& state, std::size_t to,
+                                           void_handler handler, moved_handler how);
+    // The migrate handler of a move: on success, the connection's strand follows to shard
+    // `to` (on_strand_at), and `handler` completes there (how says how).
+    void_handler on_migrated(std::shared_ptr<pooled_state> state, std::size_t to, void_handler handler,
+                             executor_type fallback, moved_handler how);
     void join();
     static connection failed_connection(const executor_type& ex) { return {cm_id(ex), {}, nullptr, ex}; }
 

@@ -19,6 +19,7 @@
 #include <boost/asio/system_executor.hpp>
 
 #include <cstdio>
+#include <map>
 #include <exception>
 
 namespace rdmacm::detail {
@@ -282,6 +283,12 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
 
 void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler,
                      moved_handler how) {
+    if (auto m = order_move(state, to, std::move(handler), how))
+        m->id->migrate(m->target, m->target_ex, std::move(m->handler));
+}
+
+std::optional<pool_impl::ordered_move> pool_impl::order_move(const std::shared_ptr<pooled_state>& state, std::size_t to,
+                                                             void_handler handler, moved_handler how) {
     std::unique_lock lock(mutex_);
     auto fallback = refusal_executor(to < shards_.size() ? to : 0);
     auto id = state ? state->id.lock() : nullptr;
@@ -296,55 +303,61 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
         ec = errc::operation_in_progress;
     if (ec || state->shard == to) {
         post_to_handler(shared_from_this(), fallback, std::move(handler), ec);
-        return;
+        return std::nullopt;
     }
     state->moving = true;
     auto target = access::impl(*shards_[to].channel);
     executor_type target_ex = shards_[to].context.get_executor();
     lock.unlock();
 
-    id->migrate(
-        target, target_ex,
-        [weak = weak_from_this(), state, to, handler = std::move(handler), fallback, how](error_code migrated) mutable {
-            auto self = weak.lock(); // weakly, as in place()
-            if (!self) return;
-            if (migrated) {
-                {
-                    std::lock_guard relock(self->mutex_);
-                    state->moving = false;
-                }
-                dispatch_to_handler(std::move(handler), fallback, migrated);
-                return;
-            }
-            auto& home = self->shards_[to].context;
-            executor_type strand;
+    // (Built in place: Boost 1.81's any_completion_handler move assignment recurses.)
+    return ordered_move{std::move(id), on_migrated(state, to, std::move(handler), fallback, how), std::move(target),
+                        std::move(target_ex)};
+}
+
+pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> state, std::size_t to,
+                                               void_handler handler, executor_type fallback, moved_handler how) {
+    return void_handler([weak = weak_from_this(), state = std::move(state), to, handler = std::move(handler),
+                         fallback = std::move(fallback), how](error_code migrated) mutable {
+        auto self = weak.lock(); // weakly, as in place()
+        if (!self) return;
+        if (migrated) {
             {
                 std::lock_guard relock(self->mutex_);
-                strand = state->strand ? state->strand->get() : executor_type();
+                state->moving = false;
             }
-            state->home->store(&home);
-            auto moved = [weak, state, to, handler = std::move(handler), fallback, how]() mutable {
-                auto pool = weak.lock();
-                if (!pool) return;
-                {
-                    std::lock_guard relock(pool->mutex_);
-                    state->moving = false;
-                    if (pool->connections_.contains(state->key)) {
-                        --pool->shards_[state->shard].connections;
-                        ++pool->shards_[to].connections;
-                    }
-                    state->shard = to;
+            dispatch_to_handler(std::move(handler), fallback, migrated);
+            return;
+        }
+        auto& home = self->shards_[to].context;
+        executor_type strand;
+        {
+            std::lock_guard relock(self->mutex_);
+            strand = state->strand ? state->strand->get() : executor_type();
+        }
+        state->home->store(&home);
+        auto moved = [weak, state, to, handler = std::move(handler), fallback, how]() mutable {
+            auto pool = weak.lock();
+            if (!pool) return;
+            {
+                std::lock_guard relock(pool->mutex_);
+                state->moving = false;
+                if (pool->connections_.contains(state->key)) {
+                    --pool->shards_[state->shard].connections;
+                    ++pool->shards_[to].connections;
                 }
-                if (how == moved_handler::called)
-                    std::move(handler)(error_code());
-                else // not inside the connection's strand: the user's handler holds up nothing
-                    post_to_handler_executor(std::move(handler), fallback, error_code());
-            };
-            if (const auto* s = strand.target<connection_strand>()) // (the only kind a pooled connection has)
-                on_strand_at(*s, home, std::move(moved));
-            else
-                moved(); // its shard has shut down: nothing runs on the strand any more
-        });
+                state->shard = to;
+            }
+            if (how == moved_handler::called)
+                std::move(handler)(error_code());
+            else // not inside the connection's strand: the user's handler holds up nothing
+                post_to_handler_executor(std::move(handler), fallback, error_code());
+        };
+        if (const auto* s = strand.target<connection_strand>()) // (the only kind a pooled connection has)
+            on_strand_at(*s, home, std::move(moved));
+        else
+            moved(); // its shard has shut down: nothing runs on the strand any more
+    });
 }
 
 // One rebalance: its moves run at once; the last to complete reports.
@@ -376,8 +389,16 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
         return;
     }
     auto op = std::make_shared<rebalance_op>(std::move(report), moves.size(), std::move(handler));
+    // The moves from one shard to another go together (id_impl::migrate_together).
+    struct shard_pair {
+        std::shared_ptr<channel_impl> target;
+        executor_type target_ex;
+        std::vector<id_impl::migrate_order> orders;
+    };
+    std::map<std::pair<std::size_t, std::size_t>, shard_pair> together;
     for (const auto& m : moves) {
-        // (Called in the moved connection's strand, or from a refusal's post.)
+        // (Called in the moved connection's strand; where its move failed; or from a refusal's
+        // post.)
         auto count = [self = shared_from_this(), op, m, fallback](error_code moved) {
             {
                 std::lock_guard lock(op->mutex);
@@ -392,8 +413,15 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
             op->report.after = self->connection_counts();
             post_to_handler(self, fallback, std::move(op->handler), error_code{}, std::move(op->report));
         };
-        move(find(m.key), m.to, std::move(count), moved_handler::called);
+        if (auto ordered = order_move(find(m.key), m.to, std::move(count), moved_handler::called)) {
+            auto& pair = together[{m.from, m.to}];
+            pair.target = std::move(ordered->target);
+            pair.target_ex = std::move(ordered->target_ex);
+            pair.orders.push_back({std::move(ordered->id), std::move(ordered->handler)});
+        }
     }
+    for (auto& [shards, pair] : together)
+        id_impl::migrate_together(std::move(pair.orders), pair.target, pair.target_ex);
 }
 
 void pool_impl::stop(pool_stop_mode mode) {

@@ -18,6 +18,7 @@
 #include <boost/asio/require.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
 #include <atomic>
 #include <future>
 #include <sstream>
@@ -704,3 +705,204 @@ BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
 // first read, posted to the new executor, closes the id. Made under the queue pair's lock,
 // that post deadlocked the thread on it (the close takes it too).
 BOOST_AUTO_TEST_CASE(a_close_inside_the_new_reader_s_first_post) { close_inside_a_post_of_a_move(side::new_context); }
+
+namespace {
+
+// `n` connection requests placed on shard 0 of a 2-shard pool, unanswered (their clients
+// wait), each with a queue pair of librdmacm's own — none of ours, so that a rebalance
+// moves them together (id_impl::migrate_together). The listener's and the clients' contexts
+// are run here, by hand.
+struct placed_on_shard_0 {
+    shard_pool pool{2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 0; }};
+    asio::io_context accept_ctx, client_ctx;
+    event_channel accept_channel{accept_ctx}, client_channel{client_ctx};
+    listener l{accept_channel};
+    std::vector<std::unique_ptr<cm_id>> clients;
+    std::vector<connection> conns;
+    std::atomic<int> connected{0};
+
+    explicit placed_on_shard_0(std::size_t n) {
+        l.bind(device_endpoint());
+        l.listen();
+        for (std::size_t i = 0; i < n; ++i) {
+            auto& client = *clients.emplace_back(std::make_unique<cm_id>(client_channel));
+            async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event) {
+                BOOST_TEST(!ec, ec.message());
+                ++connected;
+            });
+            std::optional<connection_request> request;
+            l.async_get_request([&](error_code ec, connection_request r) {
+                if (!ec) request.emplace(std::move(r));
+            });
+            BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
+            std::promise<connection> placed;
+            pool.async_place(std::move(*request), [&](error_code ec, connection c) {
+                if (ec)
+                    placed.set_exception(std::make_exception_ptr(boost::system::system_error(ec)));
+                else
+                    placed.set_value(std::move(c));
+            });
+            auto placing = placed.get_future(); // the move goes by way of the listener's context
+            BOOST_REQUIRE(run_until(
+                accept_ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
+            conns.push_back(placing.get());
+            BOOST_REQUIRE_EQUAL(conns.back().shard(), 0u);
+        }
+    }
+    // rdma_migrate_id calls made so far on each connection's id.
+    std::vector<int> migrate_calls() {
+        std::vector<int> n;
+        for (auto& c : conns) n.push_back(faults::calls("rdma_migrate_id", c.id().native_handle()));
+        return n;
+    }
+    static void give_qp(connection& c) {
+        auto attr = rc_qp_attr();
+        c.id().create_qp(attr);
+    }
+    // Moves connections [0, count) to shard 1 in one rebalance, from this thread: the report.
+    std::future<rebalance_report> rebalance_to_1(std::size_t count) {
+        std::vector<std::uint64_t> keys;
+        for (std::size_t i = 0; i < count; ++i) keys.push_back(conns[i].key());
+        auto done = std::make_shared<std::promise<rebalance_report>>();
+        pool.async_rebalance(
+            [keys](std::span<const connection_load>, std::size_t) {
+                std::vector<planned_move> moves;
+                for (auto k : keys) moves.push_back({k, 0, 1});
+                return moves;
+            },
+            [done](error_code ec, rebalance_report r) {
+                RDMACM_TEST_MT(!ec, ec.message());
+                done->set_value(std::move(r));
+            });
+        return done->get_future();
+    }
+    // Accepts connections [0, count) where they are: true once every client of them
+    // connected and each accept completed on shard `shard`'s thread.
+    bool accept_on(std::size_t count, std::size_t shard) {
+        std::atomic<std::size_t> accepted{0}, on_shard{0};
+        const int before = connected;
+        for (std::size_t i = 0; i < count; ++i)
+            conns[i].id().async_accept({}, [&](error_code ec, cm_event) {
+                RDMACM_TEST_MT(!ec, ec.message());
+                if (pool.running_shard() == shard) ++on_shard;
+                ++accepted;
+            });
+        bool all = run_both(client_ctx, accept_ctx,
+                            [&] { return accepted == count && connected == before + static_cast<int>(count); });
+        return all && on_shard == count;
+    }
+};
+
+} // namespace
+
+// A rebalance moves its connections together (one pass of migrate calls, one step on the
+// old shard and one hop for all): one of them with a librdmacm call in flight (its queue
+// pair being made on another thread, held at the gate) waits for it and moves alone after,
+// while the others move at once; all end on the new shard, and work there.
+BOOST_AUTO_TEST_CASE(a_rebalance_moves_the_others_while_one_waits_for_its_call) {
+    placed_on_shard_0 f(3);
+    placed_on_shard_0::give_qp(f.conns[0]);
+    placed_on_shard_0::give_qp(f.conns[1]);
+    rdma_cm_id* waiting = f.conns[2].id().native_handle();
+    faults::gate held("rdma_create_qp", waiting);
+    std::thread maker([&] { placed_on_shard_0::give_qp(f.conns[2]); });
+    BOOST_REQUIRE(held.wait_entered());
+    const auto placed = f.migrate_calls(); // (each was moved once already: placed on shard 0)
+    auto report = f.rebalance_to_1(3);
+    BOOST_TEST(faults::wait_calls("rdma_migrate_id", f.conns[0].id().native_handle(), placed[0] + 1, 10s));
+    BOOST_TEST(faults::wait_calls("rdma_migrate_id", f.conns[1].id().native_handle(), placed[1] + 1, 10s));
+    BOOST_TEST(!faults::wait_calls("rdma_migrate_id", waiting, placed[2] + 1, 300ms), "moved with its call in flight");
+    BOOST_TEST((report.wait_for(0s) == std::future_status::timeout), "the rebalance ended before its last move");
+    held.release();
+    maker.join();
+    BOOST_REQUIRE(report.wait_for(10s) == std::future_status::ready);
+    auto r = report.get();
+    BOOST_TEST(r.moved.size() == 3u);
+    BOOST_TEST(r.failed.empty());
+    BOOST_TEST(r.after == (std::vector<std::size_t>{0, 3}), boost::test_tools::per_element());
+    for (auto& c : f.conns) BOOST_TEST(c.shard() == 1u);
+    BOOST_TEST(f.accept_on(3, 1), "a moved connection did not accept on its new shard");
+}
+
+// The old shard's reader is busy routing (its read held at the gate, the routing lock with
+// it) when a rebalance comes: the moves cannot be made together there and then; each goes
+// on from the reader's strand once it is free, and every one ends on the new shard.
+BOOST_AUTO_TEST_CASE(a_rebalance_waits_for_the_old_reader_it_found_busy) {
+    placed_on_shard_0 f(4);
+    for (auto& c : f.conns) placed_on_shard_0::give_qp(c);
+    // The fourth is accepted: its ESTABLISHED comes to shard 0's channel, whose reader is held
+    // reading it.
+    faults::gate held("rdma_get_cm_event", f.conns[3].id().native_handle()->channel);
+    std::atomic<bool> accepted{false};
+    f.conns[3].id().async_accept({}, [&](error_code ec, cm_event) {
+        RDMACM_TEST_MT(!ec, ec.message());
+        accepted = true;
+    });
+    const int before = f.connected;
+    BOOST_REQUIRE(run_both(f.client_ctx, f.accept_ctx, [&] { return f.connected == before + 1; }));
+    BOOST_REQUIRE(held.wait_entered());
+    const auto placed = f.migrate_calls();
+    auto report = f.rebalance_to_1(3);
+    BOOST_TEST(!faults::wait_calls("rdma_migrate_id", f.conns[0].id().native_handle(), placed[0] + 1, 300ms),
+               "moved while the old reader was routing");
+    held.release();
+    BOOST_REQUIRE(report.wait_for(10s) == std::future_status::ready);
+    auto r = report.get();
+    BOOST_TEST(r.moved.size() == 3u);
+    BOOST_TEST(r.failed.empty());
+    BOOST_TEST(r.after == (std::vector<std::size_t>{1, 3}), boost::test_tools::per_element());
+    BOOST_REQUIRE(run_until(
+        f.accept_ctx, [&] { return accepted.load(); }, 10s));
+    BOOST_TEST(f.conns[3].shard() == 0u);
+    BOOST_TEST(f.accept_on(3, 1), "a moved connection did not accept on its new shard");
+}
+
+// An event comes while a rebalance's moves are made together: the second one's migrate
+// call is held at its gate (the old reader kept from routing meanwhile), while the peer of
+// the third (not moved yet) disconnects. Its DISCONNECTED waits in the old channel's kernel
+// queue and moves along with it unannounced (semantics F2): nothing else is queued on the
+// new channel, so only the moves' one look at it finds the event. Delivered once, on the new
+// shard (without the look: never).
+BOOST_AUTO_TEST_CASE(an_event_that_moves_along_in_a_rebalance_arrives_once_on_the_new_shard) {
+    std::array<std::atomic<int>, 3> disconnected{}, on_new_shard{}, other{};
+    placed_on_shard_0 f(3);
+    for (auto& c : f.conns) placed_on_shard_0::give_qp(c);
+    BOOST_REQUIRE(f.accept_on(3, 0));
+    for (std::size_t i = 0; i < 3; ++i)
+        f.conns[i].id().async_next_event([&, i](error_code ec, cm_event ev) {
+            if (ec) return; // (when the test ends)
+            if (ev.type() != RDMA_CM_EVENT_DISCONNECTED) ++other[i];
+            ++disconnected[i];
+            if (f.pool.running_shard() == 1u) ++on_new_shard[i];
+        });
+    rdma_event_channel* old_channel = f.conns[2].id().native_handle()->channel;
+    const auto placed = f.migrate_calls();
+    faults::gate held("rdma_migrate_id", f.conns[1].id().native_handle());
+    std::optional<std::future<rebalance_report>> report;
+    std::thread mover([&] { report.emplace(f.rebalance_to_1(3)); }); // (its calls are made there)
+    BOOST_REQUIRE(held.wait_entered());
+    BOOST_REQUIRE_EQUAL(faults::calls("rdma_migrate_id", f.conns[0].id().native_handle()), placed[0] + 1);
+    BOOST_REQUIRE_EQUAL(faults::calls("rdma_migrate_id", f.conns[2].id().native_handle()), placed[2]);
+    f.clients[2]->async_disconnect([](error_code) {});
+    BOOST_REQUIRE(run_until(
+        f.client_ctx,
+        [&] {
+            pollfd p{old_channel->fd, POLLIN, 0};
+            return ::poll(&p, 1, 0) == 1;
+        },
+        10s));
+    held.release();
+    mover.join();
+    BOOST_REQUIRE(report->wait_for(10s) == std::future_status::ready);
+    auto r = report->get();
+    BOOST_TEST(r.moved.size() == 3u);
+    BOOST_TEST(r.failed.empty());
+    BOOST_TEST(run_until(
+        f.client_ctx, [&] { return disconnected[2] == 1; }, 10s));
+    run_until(
+        f.client_ctx, [] { return false; }, 300ms); // a second delivery would come meanwhile
+    BOOST_TEST(disconnected[2] == 1, disconnected[2] << " events");
+    BOOST_TEST(on_new_shard[2] == 1, "not delivered on shard 1");
+    BOOST_TEST(other[2] == 0);
+    BOOST_TEST(disconnected[0] + disconnected[1] == 0);
+}
