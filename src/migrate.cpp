@@ -91,7 +91,8 @@ struct id_impl::hand_on {
         executor_type old_executor, hop;
         std::shared_ptr<channel_impl> look_at;
         for (auto& h : moved) {
-            const bool joins = h.self && h.called && !h.ec && !h.data && !h.kick_old &&
+            // (No kick of the old channel: that is a move to synchronous mode, never together.)
+            const bool joins = h.self && h.called && !h.ec && !h.data &&
                                (group.empty() || (h.old_executor == old_executor && h.hop == hop));
             if (!joins) {
                 std::move(h).run();

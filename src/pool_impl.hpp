@@ -78,9 +78,7 @@ public:
                void_handler handler);
     // `handler` is posted once the connection's strand runs on the new shard: nothing of it
     // runs inside the strand.
-    void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler) {
-        move(state, to, std::move(handler), moved_handler::posted);
-    }
+    void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler);
     void rebalance(const rebalance_plan& plan, rebalance_handler handler);
     void stop(pool_stop_mode mode);
 
@@ -107,7 +105,6 @@ private:
     // connection's strand on its new shard (the rebalance's count of its moves, which posts
     // the user's handler itself: a post per moved connection less).
     enum class moved_handler : std::uint8_t { posted, called };
-    void move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler, moved_handler how);
     // A move checked and the connection marked moving (under mutex_): the migration to make.
     // None when refused: the refusal is on its way to the handler.
     struct ordered_move {

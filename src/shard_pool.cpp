@@ -281,9 +281,8 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
     source->start(op_kind::request, id_impl::request_handler(std::move(next)), op_call{});
 }
 
-void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler,
-                     moved_handler how) {
-    if (auto m = order_move(state, to, std::move(handler), how))
+void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler) {
+    if (auto m = order_move(state, to, std::move(handler), moved_handler::posted))
         m->id->migrate(m->target, m->target_ex, std::move(m->handler));
 }
 

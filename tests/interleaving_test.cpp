@@ -459,35 +459,103 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_accept) {
     BOOST_TEST(!bound, "port " << port << " still bound: " << bound.message());
 }
 
+namespace {
+
+// `n` connection requests placed on shard 0 of a 2-shard pool, unanswered (their clients
+// wait), each with a queue pair of librdmacm's own — none of ours, so that a rebalance
+// moves them together (id_impl::migrate_together). The listener's and the clients' contexts
+// are run here, by hand.
+struct placed_on_shard_0 {
+    shard_pool pool{2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 0; }};
+    asio::io_context accept_ctx, client_ctx;
+    event_channel accept_channel{accept_ctx}, client_channel{client_ctx};
+    listener l{accept_channel};
+    std::vector<std::unique_ptr<cm_id>> clients;
+    std::vector<connection> conns;
+    std::atomic<int> connected{0};
+
+    explicit placed_on_shard_0(std::size_t n) {
+        l.bind(device_endpoint());
+        l.listen();
+        for (std::size_t i = 0; i < n; ++i) {
+            auto& client = *clients.emplace_back(std::make_unique<cm_id>(client_channel));
+            async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event) {
+                if (ec == asio::error::operation_aborted) return; // closed unanswered
+                BOOST_TEST(!ec, ec.message());
+                ++connected;
+            });
+            std::optional<connection_request> request;
+            l.async_get_request([&](error_code ec, connection_request r) {
+                if (!ec) request.emplace(std::move(r));
+            });
+            BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
+            std::promise<connection> placed;
+            pool.async_place(std::move(*request), [&](error_code ec, connection c) {
+                if (ec)
+                    placed.set_exception(std::make_exception_ptr(boost::system::system_error(ec)));
+                else
+                    placed.set_value(std::move(c));
+            });
+            auto placing = placed.get_future(); // the move goes by way of the listener's context
+            BOOST_REQUIRE(run_until(
+                accept_ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
+            conns.push_back(placing.get());
+            BOOST_REQUIRE_EQUAL(conns.back().shard(), 0u);
+        }
+    }
+    // rdma_migrate_id calls made so far on each connection's id.
+    std::vector<int> migrate_calls() {
+        std::vector<int> n;
+        for (auto& c : conns) n.push_back(faults::calls("rdma_migrate_id", c.id().native_handle()));
+        return n;
+    }
+    static void give_qp(connection& c) {
+        auto attr = rc_qp_attr();
+        c.id().create_qp(attr);
+    }
+    // Moves connections [0, count) to shard 1 in one rebalance, from this thread: the report.
+    std::future<rebalance_report> rebalance_to_1(std::size_t count) {
+        std::vector<std::uint64_t> keys;
+        for (std::size_t i = 0; i < count; ++i) keys.push_back(conns[i].key());
+        auto done = std::make_shared<std::promise<rebalance_report>>();
+        pool.async_rebalance(
+            [keys](std::span<const connection_load>, std::size_t) {
+                std::vector<planned_move> moves;
+                for (auto k : keys) moves.push_back({k, 0, 1});
+                return moves;
+            },
+            [done](error_code ec, rebalance_report r) {
+                RDMACM_TEST_MT(!ec, ec.message());
+                done->set_value(std::move(r));
+            });
+        return done->get_future();
+    }
+    // Accepts connections [0, count) where they are: true once every client of them
+    // connected and each accept completed on shard `shard`'s thread.
+    bool accept_on(std::size_t count, std::size_t shard) {
+        std::atomic<std::size_t> accepted{0}, on_shard{0};
+        const int before = connected;
+        for (std::size_t i = 0; i < count; ++i)
+            conns[i].id().async_accept({}, [&](error_code ec, cm_event) {
+                RDMACM_TEST_MT(!ec, ec.message());
+                if (pool.running_shard() == shard) ++on_shard;
+                ++accepted;
+            });
+        bool all = run_both(client_ctx, accept_ctx,
+                            [&] { return accepted == count && connected == before + static_cast<int>(count); });
+        return all && on_shard == count;
+    }
+};
+
+} // namespace
+
 // Finding 15: a connection's strand had a step queued on its old shard when the move's
 // last hop ran on the new one. The move ends only after that step, and the step sees the
 // shard it runs on (before: the move ended first, the step ran on shard 0 with shard() 1).
 BOOST_AUTO_TEST_CASE(a_move_ends_after_the_steps_queued_on_its_old_shard) {
-    shard_pool pool(2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 0; });
-    asio::io_context accept_ctx, client_ctx;
-    event_channel accept_channel(accept_ctx), client_channel(client_ctx);
-    listener l(accept_channel);
-    l.bind(device_endpoint());
-    l.listen();
-    cm_id client(client_channel);
-    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
-    std::optional<connection_request> request;
-    l.async_get_request([&](error_code ec, connection_request r) {
-        if (!ec) request.emplace(std::move(r));
-    });
-    BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
-    std::promise<connection> placed;
-    pool.async_place(std::move(*request), [&](error_code ec, connection c) {
-        if (ec)
-            placed.set_exception(std::make_exception_ptr(boost::system::system_error(ec)));
-        else
-            placed.set_value(std::move(c));
-    });
-    auto placing = placed.get_future(); // the move goes by way of the listener's context
-    BOOST_REQUIRE(run_until(
-        accept_ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
-    connection c = placing.get(); // (an unanswered request: the client waits)
-    BOOST_REQUIRE_EQUAL(c.shard(), 0u);
+    placed_on_shard_0 f(1); // (an unanswered request: the client waits)
+    auto& pool = f.pool;
+    connection& c = f.conns[0];
 
     faults::gate held("rdma_migrate_id", c.id().native_handle());
     std::atomic<bool> move_returned{false}, move_done{false};
@@ -528,7 +596,7 @@ BOOST_AUTO_TEST_CASE(a_move_ends_after_the_steps_queued_on_its_old_shard) {
     BOOST_TEST(step_shard == step_ran_on, "a step ran on shard " << step_ran_on << " while shard() said " << step_shard
                                                                  << " (the move had ended)");
     BOOST_TEST(c.shard() == 1u);
-    client.close();
+    f.clients[0]->close();
 }
 
 // The path migrate_test can only print: an event read on the old channel while its id moves
@@ -705,95 +773,6 @@ BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
 // first read, posted to the new executor, closes the id. Made under the queue pair's lock,
 // that post deadlocked the thread on it (the close takes it too).
 BOOST_AUTO_TEST_CASE(a_close_inside_the_new_reader_s_first_post) { close_inside_a_post_of_a_move(side::new_context); }
-
-namespace {
-
-// `n` connection requests placed on shard 0 of a 2-shard pool, unanswered (their clients
-// wait), each with a queue pair of librdmacm's own — none of ours, so that a rebalance
-// moves them together (id_impl::migrate_together). The listener's and the clients' contexts
-// are run here, by hand.
-struct placed_on_shard_0 {
-    shard_pool pool{2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 0; }};
-    asio::io_context accept_ctx, client_ctx;
-    event_channel accept_channel{accept_ctx}, client_channel{client_ctx};
-    listener l{accept_channel};
-    std::vector<std::unique_ptr<cm_id>> clients;
-    std::vector<connection> conns;
-    std::atomic<int> connected{0};
-
-    explicit placed_on_shard_0(std::size_t n) {
-        l.bind(device_endpoint());
-        l.listen();
-        for (std::size_t i = 0; i < n; ++i) {
-            auto& client = *clients.emplace_back(std::make_unique<cm_id>(client_channel));
-            async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [&](error_code ec, cm_event) {
-                BOOST_TEST(!ec, ec.message());
-                ++connected;
-            });
-            std::optional<connection_request> request;
-            l.async_get_request([&](error_code ec, connection_request r) {
-                if (!ec) request.emplace(std::move(r));
-            });
-            BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
-            std::promise<connection> placed;
-            pool.async_place(std::move(*request), [&](error_code ec, connection c) {
-                if (ec)
-                    placed.set_exception(std::make_exception_ptr(boost::system::system_error(ec)));
-                else
-                    placed.set_value(std::move(c));
-            });
-            auto placing = placed.get_future(); // the move goes by way of the listener's context
-            BOOST_REQUIRE(run_until(
-                accept_ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
-            conns.push_back(placing.get());
-            BOOST_REQUIRE_EQUAL(conns.back().shard(), 0u);
-        }
-    }
-    // rdma_migrate_id calls made so far on each connection's id.
-    std::vector<int> migrate_calls() {
-        std::vector<int> n;
-        for (auto& c : conns) n.push_back(faults::calls("rdma_migrate_id", c.id().native_handle()));
-        return n;
-    }
-    static void give_qp(connection& c) {
-        auto attr = rc_qp_attr();
-        c.id().create_qp(attr);
-    }
-    // Moves connections [0, count) to shard 1 in one rebalance, from this thread: the report.
-    std::future<rebalance_report> rebalance_to_1(std::size_t count) {
-        std::vector<std::uint64_t> keys;
-        for (std::size_t i = 0; i < count; ++i) keys.push_back(conns[i].key());
-        auto done = std::make_shared<std::promise<rebalance_report>>();
-        pool.async_rebalance(
-            [keys](std::span<const connection_load>, std::size_t) {
-                std::vector<planned_move> moves;
-                for (auto k : keys) moves.push_back({k, 0, 1});
-                return moves;
-            },
-            [done](error_code ec, rebalance_report r) {
-                RDMACM_TEST_MT(!ec, ec.message());
-                done->set_value(std::move(r));
-            });
-        return done->get_future();
-    }
-    // Accepts connections [0, count) where they are: true once every client of them
-    // connected and each accept completed on shard `shard`'s thread.
-    bool accept_on(std::size_t count, std::size_t shard) {
-        std::atomic<std::size_t> accepted{0}, on_shard{0};
-        const int before = connected;
-        for (std::size_t i = 0; i < count; ++i)
-            conns[i].id().async_accept({}, [&](error_code ec, cm_event) {
-                RDMACM_TEST_MT(!ec, ec.message());
-                if (pool.running_shard() == shard) ++on_shard;
-                ++accepted;
-            });
-        bool all = run_both(client_ctx, accept_ctx,
-                            [&] { return accepted == count && connected == before + static_cast<int>(count); });
-        return all && on_shard == count;
-    }
-};
-
-} // namespace
 
 // A rebalance moves its connections together (one pass of migrate calls, one step on the
 // old shard and one hop for all): one of them with a librdmacm call in flight (its queue
