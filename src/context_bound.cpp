@@ -6,6 +6,8 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/query.hpp>
 
+#include <utility>
+
 namespace rdmacm::detail {
 namespace {
 
@@ -66,11 +68,22 @@ void bound_executor::set_user(std::weak_ptr<context_user> u) noexcept {
 
 void bound_executor::set_busy(bool busy) noexcept {
     std::lock_guard lock(state_->mutex);
+    // (Letting go of work calls the executor's work counting, no handler: at most the
+    // context stops.)
+    (void)switch_work(busy);
+}
+
+bound_executor::handover bound_executor::get_for_handover(bool busy) noexcept {
+    std::lock_guard lock(state_->mutex);
+    return {executor_, switch_work(busy)};
+}
+
+boost::asio::any_io_executor bound_executor::switch_work(bool busy) noexcept {
+    if (busy == busy_) return {};
     busy_ = busy;
-    // (Tracking work and letting go of it call the executor's work counting, no handler:
-    // at most the context stops.)
-    work_ = busy && executor_ ? boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked)
-                              : boost::asio::any_io_executor();
+    if (!busy) return std::exchange(work_, {});
+    if (executor_) work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
+    return {};
 }
 
 boost::asio::any_io_executor bound_executor::set(const boost::asio::any_io_executor& ex) {

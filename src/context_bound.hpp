@@ -97,6 +97,13 @@ public:
     boost::asio::any_io_executor set(const boost::asio::any_io_executor& ex);
     // Whether an operation of the object waits: work is kept on the executor while it does.
     void set_busy(bool busy) noexcept;
+    // get() and set_busy(busy) in one: for handlers just taken from the object. The work that
+    // going idle lets go of comes back in `idle_work`, for the caller to drop once it has
+    // handed them over (a post makes work of its own), not under another lock taken again.
+    struct handover {
+        boost::asio::any_io_executor executor, idle_work;
+    };
+    handover get_for_handover(bool busy) noexcept;
 
     void context_shutdown() noexcept override {
         executor_ = {};
@@ -106,6 +113,8 @@ public:
 
 private:
     boost::asio::any_io_executor bind(const boost::asio::any_io_executor& ex);
+    // Under the state's mutex: the work going idle lets go of (empty otherwise).
+    boost::asio::any_io_executor switch_work(bool busy) noexcept;
     void unbind() noexcept;
 
     std::shared_ptr<state> state_;

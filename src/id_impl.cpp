@@ -355,7 +355,7 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
     completion done;
     std::vector<completion> failed;
     std::shared_ptr<data_path> broken; // the connection is gone: so is its data path
-    executor_type ex;                  // the id's, as it is when the event is taken
+    bound_executor::handover to;       // the id's executor as it is when the event is taken
     {
         std::lock_guard lock(mutex_);
         if (from_reader && migration_) {
@@ -363,7 +363,6 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
             return;
         }
         if (machine_.closed()) return; // its destruction is under way
-        ex = executor_.get();
         auto d = machine_.on_event(ev.type());
         if (d.connection_lost) broken = data_path_;
         if (ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL) removed_device_ = id_->verbs;
@@ -386,12 +385,14 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
             machine_.completed(kind);
             failed.push_back({std::exchange(handlers_[k], {}), d.others_result, ev, {}});
         }
+        // The id's work, if it goes idle, is let go of as `to` goes: once these are handed
+        // over, even when one run inline throws.
+        to = executor_.get_for_handover(busy_ = busy_now());
     }
     if (broken) broken->connection_lost(); // before the event's handler runs
     // The others first, posted: a handler run inline that throws cannot lose them.
-    settle_after settle{*this};
-    for (auto& c : failed) complete(ex, std::move(c), how::post);
-    if (done.handler.index() != 0) complete(ex, std::move(done), how::dispatch);
+    for (auto& c : failed) complete(to.executor, std::move(c), how::post);
+    if (done.handler.index() != 0) complete(to.executor, std::move(done), how::dispatch);
 }
 
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
@@ -442,10 +443,13 @@ id_impl::settle_after::~settle_after() {
     self.update_busy();
 }
 
+bool id_impl::busy_now() const noexcept {
+    return (migration_ && migration_->waited) || !deferred_.empty() ||
+           std::any_of(handlers_.begin(), handlers_.end(), [](const auto& h) { return h.index() != 0; });
+}
+
 void id_impl::update_busy() noexcept {
-    bool busy = (migration_ && migration_->waited) || !deferred_.empty() ||
-                std::any_of(handlers_.begin(), handlers_.end(), [](const auto& h) { return h.index() != 0; });
-    if (busy != busy_) executor_.set_busy(busy_ = busy);
+    if (bool busy = busy_now(); busy != busy_) executor_.set_busy(busy_ = busy);
 }
 
 void id_impl::context_gone() noexcept {

@@ -241,7 +241,8 @@ private:
     static void complete(const executor_type& ex, completion&& c, how mode);
     // Lock held: keeps work on the id's executor while a handler waits in it.
     void update_busy() noexcept;
-    void destroy() noexcept; // destroyer thread, or the destructor when close() never ran
+    bool busy_now() const noexcept; // lock held: whether a handler waits in the id
+    void destroy() noexcept;        // destroyer thread, or the destructor when close() never ran
 
     std::shared_ptr<channel_impl> channel_;
     bound_executor executor_; // may be freed on the destroyer thread

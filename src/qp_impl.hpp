@@ -110,7 +110,13 @@ private:
     struct buffer_limits {
         std::uint32_t send = 0, receive = 0, read = 0; // (read: also the device's max_sge_rd)
     };
-    pass_result poll(const void* by, pass p); // on the strand of reader `by`
+    // What ibv_poll_cq reported of a work request.
+    struct polled_completion {
+        std::uint64_t wr_id;
+        std::uint32_t bytes;
+        ibv_wc_status status;
+    };
+    pass_result poll(cq_reader& by, pass p); // on the strand of reader `by`
     // A pass woken by the channel (or asked for), on `by`'s strand; in polling mode it then
     // spins unless `by` spins already.
     void wake(const std::shared_ptr<cq_reader>& by);
@@ -132,7 +138,8 @@ private:
     // After handlers taken from the queue pair were handed over (a post makes work of its
     // own): no work kept on the executor once none waits (bound_executor).
     void settle() noexcept;
-    void update_busy() noexcept; // under mutex_
+    void update_busy() noexcept;    // under mutex_
+    bool busy_now() const noexcept; // under mutex_: whether a handler waits in the queue pair
 
     std::shared_ptr<cq_resources> resources_;
     const std::chrono::nanoseconds poll_for_;
@@ -151,7 +158,6 @@ private:
     bool broken_ = false;             // in error (a work request failed, or the connection is gone)
     bool flush_rest_ = false;         // the connection is gone, the device had its time to flush
     std::vector<completion> held_;    // while moving, and until the current reader hands them over
-    std::vector<completion> polled_;  // storage for poll()'s batch (under the poll lock)
     std::atomic<int> verbs_calls_{0}; // posts and ibv_modify_qp made outside mutex_
     std::atomic<bool> closing_{false};
 };

@@ -48,6 +48,9 @@ public:
     // found a completion (or was woken).
     bool spinning = false;
     std::chrono::steady_clock::time_point last_found;
+    // poll()'s storage, kept from pass to pass.
+    std::vector<polled_completion> polled;
+    std::vector<completion> done;
 
 private:
     cq_reader(const executor_type& ex, std::shared_ptr<cq_resources> res, std::weak_ptr<qp_impl> owner)
@@ -266,9 +269,10 @@ void qp_impl::settle() noexcept {
     update_busy();
 }
 
+bool qp_impl::busy_now() const noexcept { return !outstanding_.empty() || !held_.empty(); }
+
 void qp_impl::update_busy() noexcept {
-    bool busy = !outstanding_.empty() || !held_.empty();
-    if (busy != busy_) executor_.set_busy(busy_ = busy);
+    if (bool busy = busy_now(); busy != busy_) executor_.set_busy(busy_ = busy);
 }
 
 void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
@@ -278,18 +282,19 @@ void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
 
 // A pass: take the channel's event (woken; acked in batches), then every completion until
 // the queue is empty; to sleep, re-arm and poll once more for what came before the re-arm.
-// Polled and sorted under the poll lock (one poller at a time: completions stay in order),
-// handed over after it, by the current reader only, on its strand: in order, with no lock
-// of ours held while handlers run.
-qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
+// Polled under the poll lock (one poller at a time: completions stay in order), their
+// handlers taken in one go under the queue pair's lock, handed over after both, by the
+// current reader only, on its strand: in order, with no lock of ours held while handlers run.
+qp_impl::pass_result qp_impl::poll(cq_reader& by, pass p) {
     auto& res = *resources_;
-    std::vector<completion> done;
-    executor_type ex;
+    // The reader's storage, reused: no allocation per pass (one pass at a time on its strand).
+    auto polled = std::move(by.polled);
+    auto done = std::move(by.done);
+    bound_executor::handover to; // to hand `done` over (its idle work let go of after)
     pass_result result{};
     std::shared_ptr<cq_reader> wake; // to hand over what this pass held
     {
         std::lock_guard poll_lock(res.poll_mutex);
-        done.swap(polled_); // its storage is reused: no allocation per wake-up
         if (p == pass::woken) {
             ibv_cq* cq = nullptr;
             void* context = nullptr;
@@ -304,36 +309,35 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
         std::array<ibv_wc, poll_batch> wc;
         for (bool arm = p == pass::arm || (p == pass::woken && !polling());;) {
             int n;
-            while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0) {
-                result.found = true;
-                std::lock_guard lock(mutex_);
-                for (int i = 0; i < n; ++i) {
-                    auto h = outstanding_.take(wc[i].wr_id);
-                    if (!h) continue; // aborted by close()
-                    error_code ec;
-                    if (wc[i].status != IBV_WC_SUCCESS) {
-                        ec = error_code(wc[i].status, work_completion_category());
-                        broken_ = true; // a failed work request puts an RC queue pair in error
-                    }
-                    done.push_back({std::move(*h), outcome(wc[i].wr_id, ec), wc[i].byte_len});
-                }
-            }
+            while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0)
+                for (int i = 0; i < n; ++i) polled.push_back({wc[i].wr_id, wc[i].byte_len, wc[i].status});
             if (!arm) break;
             ibv_req_notify_cq(res.cq, 0);
             arm = false;
         }
+        result.found = !polled.empty();
         std::lock_guard lock(mutex_);
+        for (const auto& c : polled) {
+            auto h = outstanding_.take(c.wr_id);
+            if (!h) continue; // aborted by close()
+            error_code ec;
+            if (c.status != IBV_WC_SUCCESS) {
+                ec = error_code(c.status, work_completion_category());
+                broken_ = true; // a failed work request puts an RC queue pair in error
+            }
+            done.push_back({std::move(*h), outcome(c.wr_id, ec), c.bytes});
+        }
         if (flush_rest_ && !outstanding_.empty()) // after what the device completed, in posting order
             for (auto& [wr_id, h] : outstanding_.take_all())
                 done.push_back(
                     {std::move(h), outcome(wr_id, error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), 0});
-        result.current = !closed_ && by == reader_.get();
+        result.current = !closed_ && &by == reader_.get();
         result.outstanding = !outstanding_.empty();
         if (closed_) {
             // close() came while this poll ran (it has let go of the reader): these completed
             // before it, so they complete as they did — held, nothing would ever hand them
             // over (one server coroutine in ~25 never ended after shard_pool::stop()).
-            if (!done.empty()) ex = executor_.get();
+            if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now());
         } else if (moving_ || !result.current) {
             // Held while the id moves. A reader the completion channel has left hands over
             // nothing itself: the current reader does, in order (woken here).
@@ -343,21 +347,24 @@ qp_impl::pass_result qp_impl::poll(const void* by, pass p) {
         } else {
             if (!held_.empty()) { // older than these
                 held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
-                done = std::exchange(held_, {});
+                done.swap(held_);
+                held_.clear();
             }
-            if (!done.empty()) ex = executor_.get(); // (a polling pass mostly finds nothing)
+            // (A polling pass mostly finds nothing.)
+            if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now());
         }
     }
     if (wake) wake_later(wake); // (posted out of our locks: the strand runs on the user's executor)
-    if (!done.empty()) hand_over(done, ex);
+    if (!done.empty()) hand_over(done, to.executor);
+    polled.clear();
     done.clear();
-    std::lock_guard poll_lock(res.poll_mutex);
-    if (polled_.capacity() == 0) polled_.swap(done);
+    by.polled = std::move(polled);
+    by.done = std::move(done);
     return result;
 }
 
 void qp_impl::wake(const std::shared_ptr<cq_reader>& by) {
-    poll(by.get(), pass::woken);
+    poll(*by, pass::woken);
     if (!polling() || by->spinning) return;
     by->spinning = true;
     by->last_found = std::chrono::steady_clock::now();
@@ -381,13 +388,13 @@ void qp_impl::spin(const std::shared_ptr<cq_reader>& by) {
         auto now = clock::now();
         const auto slice_end = now + spin_slice;
         for (;;) {
-            auto r = poll(by.get(), pass::spin);
+            auto r = poll(*by, pass::spin);
             now = clock::now();
             if (!r.current) break;
             if (r.found) by->last_found = now;
             // (What this pass handed over may have posted more: looked at in the next.)
             if ((!r.found && !r.outstanding) || now - by->last_found >= poll_for_) {
-                poll(by.get(), pass::arm);
+                poll(*by, pass::arm);
                 break;
             }
             if (now >= slice_end) return go_on();
@@ -406,10 +413,6 @@ void qp_impl::spin(const std::shared_ptr<cq_reader>& by) {
 // and lets the rest run inline.
 void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex) {
     if (!ex) return; // the context has shut down
-    struct settle_after {
-        qp_impl& self;
-        ~settle_after() { self.settle(); }
-    } after{*this};
     std::size_t i = 0;
     try {
         for (; i < done.size(); ++i) dispatch_to_handler(std::move(done[i].h), ex, done[i].ec, done[i].bytes);
