@@ -333,26 +333,22 @@ qp_impl::pass_result qp_impl::poll(cq_reader& by, pass p) {
                     {std::move(h), outcome(wr_id, error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), 0});
         result.current = !closed_ && &by == reader_.get();
         result.outstanding = !outstanding_.empty();
-        if (closed_) {
-            // close() came while this poll ran (it has let go of the reader): these completed
-            // before it, so they complete as they did — held, nothing would ever hand them
-            // over (one server coroutine in ~25 never ended after shard_pool::stop()).
-            if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now());
-        } else if (moving_ || !result.current) {
+        // A close() that came while this poll ran let go of the reader (and of held_): these
+        // completed before it, so they complete as they did — held, nothing would ever hand
+        // them over (one server coroutine in ~25 never ended after shard_pool::stop()).
+        if (!closed_ && (moving_ || !result.current)) {
             // Held while the id moves. A reader the completion channel has left hands over
             // nothing itself: the current reader does, in order (woken here).
             held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
             if (!moving_ && reader_ && !done.empty()) wake = reader_;
             done.clear();
-        } else {
-            if (!held_.empty()) { // older than these
-                held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
-                done.swap(held_);
-                held_.clear();
-            }
-            // (A polling pass mostly finds nothing.)
-            if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now());
+        } else if (!held_.empty()) { // older than these
+            held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+            done.swap(held_);
+            held_.clear();
         }
+        // What this pass hands over (a polling pass mostly finds nothing).
+        if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now());
     }
     if (wake) wake_later(wake); // (posted out of our locks: the strand runs on the user's executor)
     if (!done.empty()) hand_over(done, to.executor);
