@@ -1,19 +1,20 @@
 #pragma once
 // The shared state behind a queue_pair (compiled in src/queue_pair.cpp): the completion
-// queue and its completion channel, read through an fd_reader on the id's execution
-// context, and the handlers of the work requests outstanding on the queue pair.
+// queue, reporting to its context's shared completion channel (completion_channel.hpp), and
+// the handlers of the work requests outstanding on the queue pair.
 //
-// Threads: work requests are posted from any thread; completions are polled on the
-// reader's strand (one poller at a time, even while a migration hands the completion
-// channel from one context's reader to another's) and handed to the id's executor, in
-// completion order, like CM events: held while the id moves, replayed on the new
-// executor first (id_impl::data_path). Only the current reader hands over, on its strand
-// and with no lock held; a reader the channel has left parks what it polled for it.
+// Threads: work requests are posted from any thread; completions are polled on the strand
+// of the queue pair's reader on its current context (one poller at a time, even while a
+// migration moves the queue pair from one context's reader to another's) and handed to the
+// id's executor, in completion order, like CM events: held while the id moves, replayed on
+// the new executor first (id_impl::data_path). Only the current poller hands over, on its
+// reader's strand and with no lock held; a pass on a poller the queue pair has left parks
+// what it polled for the current one.
 //
-// Polling mode (queue_pair_options::poll_for): the current reader, once woken, goes on
+// Polling mode (queue_pair_options::poll_for): the current poller, once woken, goes on
 // polling in slices posted to its strand (no system call per completion), and re-arms the
 // queue and sleeps only when it has been idle long enough or nothing is outstanding.
-#include "fd_reader.hpp"
+#include "completion_channel.hpp"
 #include "id_impl.hpp"
 #include "rdmacm/detail/qp_ops.hpp"
 #include "work_request_table.hpp"
@@ -37,12 +38,12 @@ struct queue_pair_options;
 
 namespace rdmacm::detail {
 
-class qp_impl : public id_impl::data_path, public std::enable_shared_from_this<qp_impl> {
+class qp_impl : public id_impl::data_path, public cq_event_sink, public std::enable_shared_from_this<qp_impl> {
 public:
     using executor_type = boost::asio::any_io_executor;
     using handler = qp_ops::handler;
 
-    // Creates the completion channel and queue, and the queue pair on `id` (through
+    // Creates the completion queue, and the queue pair on `id` (through
     // rdma_create_qp), and attaches to it; throws system_error naming the failed call.
     static std::shared_ptr<qp_impl> create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options);
     ~qp_impl() override;
@@ -74,19 +75,19 @@ public:
     // `release` runs once the queue pair is destroyed, before the id: it deregisters memory
     // the device may write into until then (a receive_pool's), which must not outlive the id.
     void on_destroyed(std::function<void()> release);
+    // cq_event_sink
+    void cq_event(const std::shared_ptr<completion_reader>& by) override;
 
 private:
-    // The completion channel and queue, shared by the readers (two for a moment while the
-    // channel changes context), destroyed after the last of them let go of the fd.
+    // The completion queue; its events as readers see them.
     struct cq_resources {
-        ibv_context* verbs = nullptr; // held (device_release) while these live
-        ibv_comp_channel* channel = nullptr;
+        explicit cq_resources(std::shared_ptr<completion_channel> channel) : events(std::move(channel)) {}
+        ~cq_resources();
         ibv_cq* cq = nullptr;
         std::mutex poll_mutex; // one poller at a time: completions stay in order
-        unsigned unacked = 0;  // CQ events read and not yet acknowledged (acked in batches)
-        ~cq_resources();
+        cq_events events;      // the CQ's cq_context: outlives its destroy
     };
-    class cq_reader;
+    class poller;
     struct completion {
         handler h;
         error_code ec;
@@ -95,12 +96,12 @@ private:
 
     // What a pass over the completion queue does besides polling it to empty.
     enum class pass : std::uint8_t {
-        woken, // takes the channel's event first; re-arms the queue (and polls again) unless polling
+        woken, // after the CQ's event (or asked for): re-arms the queue (and polls again) unless polling
         spin,  // only polls (polling mode)
         arm,   // re-arms the queue and polls again (polling mode, going to sleep)
     };
     struct pass_result {
-        bool current;     // `by` is the queue pair's reader, and the queue pair open
+        bool current;     // `by` is the queue pair's poller, and the queue pair open
         bool found;       // the queue held completions
         bool outstanding; // work requests are outstanding
     };
@@ -116,13 +117,16 @@ private:
         std::uint32_t bytes;
         ibv_wc_status status;
     };
-    pass_result poll(cq_reader& by, pass p); // on the strand of reader `by`
-    // A pass woken by the channel (or asked for), on `by`'s strand; in polling mode it then
-    // spins unless `by` spins already.
-    void wake(const std::shared_ptr<cq_reader>& by);
-    void spin(const std::shared_ptr<cq_reader>& by); // polling mode: one slice, then again or to sleep
-    // Runs wake(current reader) on its strand (for completions held or to be flushed).
-    void wake_later(const std::shared_ptr<cq_reader>& current);
+    pass_result poll(poller& by, pass p); // on the strand of `by`
+    // A pass after an event (or asked for), on `by`'s strand; in polling mode it then spins
+    // unless `by` spins already.
+    void wake(const std::shared_ptr<poller>& by);
+    void spin(const std::shared_ptr<poller>& by); // polling mode: one slice, then again or to sleep
+    // Runs wake(current poller) on its strand (for an event another context read, for
+    // completions held or to be flushed).
+    void wake_later(const std::shared_ptr<poller>& current);
+    // Whether the current poller is on another context than `ex`'s (under mutex_).
+    bool polls_elsewhere(const executor_type& ex) const;
     bool polling() const noexcept { return poll_for_ > std::chrono::nanoseconds::zero(); } // (negative: as zero)
     void begin_verbs_call() noexcept; // under mutex_, after checking closed_
     void end_verbs_call() noexcept;
@@ -146,8 +150,8 @@ private:
     ibv_qp* qp_ = nullptr; // owned by the id: destroyed with it
     buffer_limits limits_; // set before the queue pair is shared
     mutable std::mutex mutex_;
-    bound_executor executor_; // may be freed on the destroyer thread
-    std::shared_ptr<cq_reader> reader_;
+    bound_executor executor_;        // may be freed on the destroyer thread
+    std::shared_ptr<poller> poller_; // on the context the queue pair is on
     work_request_table<handler> outstanding_;
     std::vector<std::uint64_t> cancelled_; // outstanding, cancelled: complete with operation_aborted
     std::vector<std::function<void()>> on_destroyed_;
@@ -157,7 +161,7 @@ private:
     bool busy_ = false;               // what executor_ was last told
     bool broken_ = false;             // in error (a work request failed, or the connection is gone)
     bool flush_rest_ = false;         // the connection is gone, the device had its time to flush
-    std::vector<completion> held_;    // while moving, and until the current reader hands them over
+    std::vector<completion> held_;    // while moving, and until the current poller hands them over
     std::atomic<int> verbs_calls_{0}; // posts and ibv_modify_qp made outside mutex_
     std::atomic<bool> closing_{false};
 };

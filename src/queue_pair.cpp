@@ -18,8 +18,7 @@ namespace rdmacm {
 namespace detail {
 namespace {
 
-constexpr unsigned ack_batch = 64; // CQ events acknowledged at once (each ack takes a lock)
-constexpr int poll_batch = 16;     // work completions taken per ibv_poll_cq
+constexpr int poll_batch = 16; // work completions taken per ibv_poll_cq
 // How long the device has to flush a lost connection's work requests before the rest are
 // flushed here: siw never completes those posted after its connection went.
 constexpr auto flush_grace = std::chrono::milliseconds(100);
@@ -33,17 +32,22 @@ bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type&
 
 } // namespace
 
-// Reads the completion channel on one execution context; polls for the queue pair.
-class qp_impl::cq_reader : public fd_reader {
+// The queue pair's seat at a reader on one execution context: passes run on the reader's
+// strand (and its storage is kept from pass to pass). Leaving the seat when it goes lets
+// the reader stop once no queue pair on its context reports to its channel.
+class qp_impl::poller {
 public:
-    // Not started yet: start() once no lock of ours is held (its first read is posted).
-    static std::shared_ptr<cq_reader> create(const executor_type& ex, std::shared_ptr<cq_resources> res,
-                                             std::weak_ptr<qp_impl> owner) {
-        return std::shared_ptr<cq_reader>(new cq_reader(ex, std::move(res), std::move(owner)));
-    }
-    using fd_reader::start;
-    ~cq_reader() override { detach(); } // before the resources (and the fd) may go
+    explicit poller(std::shared_ptr<completion_reader> r) noexcept : reader(std::move(r)) {}
+    ~poller() { reader->leave(); }
+    poller(const poller&) = delete;
+    poller& operator=(const poller&) = delete;
 
+    template <typename F>
+    bool run_on_reader(F&& f) {
+        return reader->run_on_reader(std::forward<F>(f));
+    }
+
+    const std::shared_ptr<completion_reader> reader;
     // Polling mode, on the strand: whether a chain of spin slices runs, and when it last
     // found a completion (or was woken).
     bool spinning = false;
@@ -51,29 +55,12 @@ public:
     // poll()'s storage, kept from pass to pass.
     std::vector<polled_completion> polled;
     std::vector<completion> done;
-
-private:
-    cq_reader(const executor_type& ex, std::shared_ptr<cq_resources> res, std::weak_ptr<qp_impl> owner)
-        : fd_reader(ex, res->channel->fd), resources_(std::move(res)), owner_(std::move(owner)) {}
-
-    void on_readable() override {
-        if (auto owner = owner_.lock())
-            owner->wake(std::static_pointer_cast<cq_reader>(shared_from_this()));
-        else
-            stop();
-    }
-
-    std::shared_ptr<cq_resources> resources_;
-    std::weak_ptr<qp_impl> owner_;
 };
 
 qp_impl::cq_resources::~cq_resources() {
-    if (cq) {
-        if (unacked) ibv_ack_cq_events(cq, unacked); // destroy_cq waits for every ack
-        ibv_destroy_cq(cq);
-    }
-    if (channel) ibv_destroy_comp_channel(channel);
-    if (verbs) unhold_device(verbs);
+    if (!cq) return;
+    events.destroying(cq); // destroy_cq waits for every event read to be acknowledged
+    ibv_destroy_cq(cq);
 }
 
 std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options) {
@@ -86,16 +73,13 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     rdma_cm_id* cm = guard.id();
     if (!cm) throw id_closed();
     if (!cm->verbs) throw boost::system::system_error(errc::no_device, "queue_pair");
-    auto res = std::make_shared<cq_resources>();
-    res->verbs = cm->verbs;
-    hold_device(res->verbs);
-    res->channel = ibv_create_comp_channel(cm->verbs);
-    if (!res->channel) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_comp_channel"));
-    res->cq =
-        ibv_create_cq(cm->verbs, static_cast<int>(options.max_send_wr + options.max_recv_wr), nullptr, res->channel, 0);
+    const auto ex = id->get_executor();
+    // The context's channel for the device: its reader seated here, left if anything fails.
+    auto seat = std::make_shared<poller>(completion_reader::own(ex, cm->verbs));
+    auto res = std::make_shared<cq_resources>(seat->reader->channel());
+    res->cq = ibv_create_cq(cm->verbs, static_cast<int>(options.max_send_wr + options.max_recv_wr), &res->events,
+                            seat->reader->channel()->native(), 0);
     if (!res->cq) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_cq"));
-    if (int e = ibv_req_notify_cq(res->cq, 0))
-        throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_req_notify_cq", e));
 
     ibv_qp_init_attr attr{};
     attr.qp_type = IBV_QPT_RC;
@@ -111,32 +95,27 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_query_device", e));
     if (rdma_create_qp(cm, options.pd, &attr) != 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
-    std::shared_ptr<qp_impl> self(new qp_impl(id->get_executor(), std::move(res), options.poll_for));
+    std::shared_ptr<qp_impl> self(new qp_impl(ex, std::move(res), options.poll_for));
     self->qp_ = cm->qp;
     // What it was made with (at least what was asked for), within what one operation takes.
     const auto limit = [](std::uint32_t n) { return std::min<std::uint32_t>(n, max_buffers_per_operation); };
     self->limits_ = {
         limit(attr.cap.max_send_sge), limit(attr.cap.max_recv_sge),
         limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd)))};
+    self->poller_ = std::move(seat); // before a move's end may replace it (attach)
+    self->resources_->events.set_sink(self);
     // From here the completion queue outlives the queue pair.
     if (!id->attach(self)) throw id_closed(); // closed meanwhile
-    std::shared_ptr<cq_reader> reader;
-    {
-        // Made on the executor it has now (a move may end meanwhile), in place before its
-        // first poll.
-        std::lock_guard lock(self->mutex_);
-        reader = self->reader_ = cq_reader::create(self->executor_.get(), self->resources_, self);
-    }
-    reader->start(); // (refused if a close or a move stopped it meanwhile)
+    // Armed once the events it brings wake the queue pair (nothing is posted yet).
+    std::lock_guard poll_lock(self->resources_->poll_mutex);
+    self->resources_->events.arm(self->resources_->cq);
     return self;
 }
 
 qp_impl::qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res, std::chrono::nanoseconds poll_for)
     : resources_(std::move(res)), poll_for_(poll_for), executor_(ex) {}
 
-qp_impl::~qp_impl() {
-    if (reader_) reader_->stop_later();
-}
+qp_impl::~qp_impl() = default;
 
 // A verbs call on the queue pair is in flight from here until end_verbs_call(): the id's
 // destroy (after close(), which lets none start) waits for it in wait_idle().
@@ -280,39 +259,28 @@ void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
     boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::size_t{0}));
 }
 
-// A pass: take the channel's event (woken; acked in batches), then every completion until
-// the queue is empty; to sleep, re-arm and poll once more for what came before the re-arm.
+// A pass: every completion until the queue is empty; to sleep, re-arm and poll once more
+// for what came before the re-arm (the CQ's event was read and counted by a reader).
 // Polled under the poll lock (one poller at a time: completions stay in order), their
 // handlers taken in one go under the queue pair's lock, handed over after both, by the
 // current reader only, on its strand: in order, with no lock of ours held while handlers run.
-qp_impl::pass_result qp_impl::poll(cq_reader& by, pass p) {
+qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
     auto& res = *resources_;
     // The reader's storage, reused: no allocation per pass (one pass at a time on its strand).
     auto polled = std::move(by.polled);
     auto done = std::move(by.done);
     bound_executor::handover to; // to hand `done` over (its idle work let go of after)
     pass_result result{};
-    std::shared_ptr<cq_reader> wake; // to hand over what this pass held
+    std::shared_ptr<poller> wake; // to hand over what this pass held
     {
         std::lock_guard poll_lock(res.poll_mutex);
-        if (p == pass::woken) {
-            ibv_cq* cq = nullptr;
-            void* context = nullptr;
-            // At most one event is queued: the queue is armed once per sleep, after this
-            // read (an edge-triggered wait still fires for the next one: it comes after).
-            if (ibv_get_cq_event(res.channel, &cq, &context) == 0) ++res.unacked;
-            if (res.unacked >= ack_batch) {
-                ibv_ack_cq_events(res.cq, res.unacked);
-                res.unacked = 0;
-            }
-        }
         std::array<ibv_wc, poll_batch> wc;
         for (bool arm = p == pass::arm || (p == pass::woken && !polling());;) {
             int n;
             while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0)
                 for (int i = 0; i < n; ++i) polled.push_back({wc[i].wr_id, wc[i].byte_len, wc[i].status});
             if (!arm) break;
-            ibv_req_notify_cq(res.cq, 0);
+            res.events.arm(res.cq); // (armed already, its event not read yet: nothing to do)
             arm = false;
         }
         result.found = !polled.empty();
@@ -331,16 +299,16 @@ qp_impl::pass_result qp_impl::poll(cq_reader& by, pass p) {
             for (auto& [wr_id, h] : outstanding_.take_all())
                 done.push_back(
                     {std::move(h), outcome(wr_id, error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), 0});
-        result.current = !closed_ && &by == reader_.get();
+        result.current = !closed_ && &by == poller_.get();
         result.outstanding = !outstanding_.empty();
         // A close() that came while this poll ran let go of the reader (and of held_): these
         // completed before it, so they complete as they did — held, nothing would ever hand
         // them over (one server coroutine in ~25 never ended after shard_pool::stop()).
         if (!closed_ && (moving_ || !result.current)) {
-            // Held while the id moves. A reader the completion channel has left hands over
-            // nothing itself: the current reader does, in order (woken here).
+            // Held while the id moves. A poller the queue pair has left hands over nothing
+            // itself: the current one does, in order (woken here).
             held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
-            if (!moving_ && reader_ && !done.empty()) wake = reader_;
+            if (!moving_ && poller_ && !done.empty()) wake = poller_;
             done.clear();
         } else if (!held_.empty()) { // older than these
             held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
@@ -359,7 +327,22 @@ qp_impl::pass_result qp_impl::poll(cq_reader& by, pass p) {
     return result;
 }
 
-void qp_impl::wake(const std::shared_ptr<cq_reader>& by) {
+// A reader read the CQ's event: a pass on the current poller — here when it is this
+// reader's, else posted to its strand (the queue pair moved to another context).
+void qp_impl::cq_event(const std::shared_ptr<completion_reader>& by) {
+    std::shared_ptr<poller> current;
+    {
+        std::lock_guard lock(mutex_);
+        current = poller_;
+    }
+    if (!current) return; // closed
+    if (current->reader == by)
+        wake(current);
+    else
+        wake_later(current);
+}
+
+void qp_impl::wake(const std::shared_ptr<poller>& by) {
     poll(*by, pass::woken);
     if (!polling() || by->spinning) return;
     by->spinning = true;
@@ -367,15 +350,15 @@ void qp_impl::wake(const std::shared_ptr<cq_reader>& by) {
     spin(by);
 }
 
-void qp_impl::wake_later(const std::shared_ptr<cq_reader>& current) {
+void qp_impl::wake_later(const std::shared_ptr<poller>& current) {
     current->run_on_reader([self = shared_from_this(), current] { self->wake(current); });
 }
 
 // A slice of polling: until it has taken spin_slice, then the next slice is posted behind
 // the context's other handlers — or, once the queue has been idle for poll_for_ or nothing
 // is outstanding (nothing can complete), to sleep: re-armed, the next completion wakes the
-// reader. A reader the queue pair has left (moved, closed) stops.
-void qp_impl::spin(const std::shared_ptr<cq_reader>& by) {
+// reader. A poller the queue pair has left (moved, closed) stops.
+void qp_impl::spin(const std::shared_ptr<poller>& by) {
     using clock = std::chrono::steady_clock;
     auto go_on = [&] {
         if (!by->run_on_reader([self = shared_from_this(), by] { self->spin(by); })) by->spinning = false;
@@ -403,7 +386,7 @@ void qp_impl::spin(const std::shared_ptr<cq_reader>& by) {
     by->spinning = false;
 }
 
-// On the current reader's strand (or after close): in order. A handler run inline that
+// On the current poller's strand (or after close): in order. A handler run inline that
 // throws leaves run() as Asio's do: at once on a strand, the ones after it then completing
 // queued; after this pass on an io_context, whose executor keeps the exception for run()
 // and lets the rest run inline.
@@ -426,41 +409,51 @@ void qp_impl::begin_move() {
 void qp_impl::after_handed(const executor_type& old_ex, std::function<void()> then) {
     // The reader's strand runs after any poll in progress, which handed its completions
     // to the old executor before this is posted there.
-    std::shared_ptr<cq_reader> reader;
+    std::shared_ptr<poller> current;
     {
         std::lock_guard lock(mutex_);
-        reader = reader_;
+        current = poller_;
     }
     auto post_then = [old_ex, then]() mutable { boost::asio::post(old_ex, std::move(then)); };
-    if (!reader || !reader->run_on_reader(post_then)) post_then();
+    if (!current || !current->run_on_reader(post_then)) post_then();
+}
+
+bool qp_impl::polls_elsewhere(const executor_type& ex) const { // under mutex_
+    return !closed_ && poller_ && !same_context(poller_->reader->get_executor(), ex);
 }
 
 void qp_impl::end_move(const executor_type& ex) {
-    std::shared_ptr<cq_reader> old, current;
+    // The new context reads the CQ's channel (the one it was made on) from here: its reader
+    // of that channel is found or made out of our lock (its first read is posted). Made
+    // there, completions no longer need the old context to run, or to exist. One cannot
+    // always be made: moved away and straight back, the reader that context had may not
+    // have let go of the fd yet (EEXIST: one fd, one epoll). Then the current poller goes
+    // on, handing over to `ex` as well.
+    std::shared_ptr<poller> there;
+    bool elsewhere;
+    {
+        std::lock_guard lock(mutex_);
+        elsewhere = polls_elsewhere(ex);
+    }
+    if (elsewhere) try {
+            there = std::make_shared<poller>(completion_reader::of(ex, resources_->events.channel()));
+        } catch (const boost::system::system_error&) {}
+    std::shared_ptr<poller> old, current;
     bool held;
     {
         std::lock_guard lock(mutex_);
-        if (!closed_ && reader_ && !same_context(reader_->get_executor(), ex)) {
-            // The completion channel follows to the new context; for a moment both readers
-            // may poll (one at a time), both handing over to `ex`. A reader cannot always be
-            // made there: moved away and straight back, the reader that context had may not
-            // have let go of the fd yet, and one fd cannot be registered twice with one
-            // epoll (EEXIST). Then the current reader goes on, handing over to `ex` as well.
-            try {
-                old = std::exchange(reader_, cq_reader::create(ex, resources_, weak_from_this()));
-            } catch (const boost::system::system_error&) {}
-        }
+        // (For a moment both pollers may poll, one at a time, both handing over to `ex`.)
+        if (there && polls_elsewhere(ex)) old = std::exchange(poller_, std::move(there));
         executor_.set(ex);
         moving_ = false;
-        current = reader_;
+        current = poller_;
         held = !held_.empty();
     }
-    if (old) current->start(); // made here: its first read, now that no lock is held
-    // Completions held while moving are handed over by the current reader, before any it
+    // Completions held while moving are handed over by the current poller, before any it
     // polls from now (never from here: a poll deciding meanwhile could hand over newer
     // ones first).
     if (held && current) wake_later(current);
-    if (old) old->stop_later();
+    // (`old` and an unused `there` leave their readers here, out of our lock.)
 }
 
 void qp_impl::connection_lost() noexcept {
@@ -484,19 +477,19 @@ void qp_impl::connection_lost() noexcept {
     timer->async_wait([weak = weak_from_this(), timer](error_code) {
         auto self = weak.lock();
         if (!self) return;
-        std::shared_ptr<cq_reader> reader;
+        std::shared_ptr<poller> current;
         {
             std::lock_guard lock(self->mutex_);
             self->flush_rest_ = true;
-            reader = self->reader_;
+            current = self->poller_;
         }
-        if (reader) self->wake_later(reader);
+        if (current) self->wake_later(current);
     });
 }
 
 void qp_impl::close() noexcept {
     std::vector<completion> aborted;
-    std::shared_ptr<cq_reader> reader;
+    std::shared_ptr<poller> left; // leaves its reader out of our lock
     executor_type ex;
     {
         std::lock_guard lock(mutex_);
@@ -508,10 +501,9 @@ void qp_impl::close() noexcept {
         for (auto& [id, h] : outstanding_.take_all())
             aborted.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
         cancelled_.clear();
-        reader = std::move(reader_);
+        left = std::move(poller_);
         ex = executor_.get();
     }
-    if (reader) reader->stop_later();
     if (!ex) return; // the context has shut down
     for (auto& c : aborted) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
     settle();

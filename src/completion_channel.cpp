@@ -1,0 +1,197 @@
+#include "completion_channel.hpp"
+
+#include "device_release.hpp"
+#include "rdmacm/detail/call_error.hpp"
+
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace rdmacm::detail {
+namespace {
+
+constexpr unsigned ack_batch = 64; // CQ events acknowledged at once (each ack takes a lock)
+
+// Which reader reads which channel on which context. A leaf lock: under it only the
+// readers' own bookkeeping, their construction (the descriptor registered with the
+// reactor) and their stop (released from it) — so that a reader made for a channel and a
+// context never meets a stopping one still registered there (EEXIST).
+struct registry {
+    struct entry {
+        const context_bound::state* context;
+        const completion_channel* channel;
+        bool own; // the context's own channel for its device: new CQs report to it
+        std::weak_ptr<completion_reader> reader;
+        const completion_reader* raw;
+    };
+    std::mutex mutex;
+    std::vector<entry> entries;
+
+    void remove(const completion_reader* r) noexcept { // under the mutex; a no-op if gone
+        std::erase_if(entries, [r](const entry& e) { return e.raw == r; });
+    }
+};
+
+registry& readers() {
+    static auto* r = new registry; // never destroyed: readers may outlive static destruction
+    return *r;
+}
+
+} // namespace
+
+std::shared_ptr<completion_channel> completion_channel::create(ibv_context* verbs) {
+    std::shared_ptr<completion_channel> ch(new completion_channel);
+    ch->channel_ = ibv_create_comp_channel(verbs);
+    if (!ch->channel_) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_create_comp_channel"));
+    ch->verbs_ = verbs;
+    hold_device(verbs);
+    return ch;
+}
+
+completion_channel::~completion_channel() {
+    if (!channel_) return;
+    ibv_destroy_comp_channel(channel_);
+    unhold_device(verbs_);
+}
+
+void cq_events::set_sink(std::weak_ptr<cq_event_sink> sink) {
+    std::lock_guard lock(mutex_);
+    sink_ = std::move(sink);
+}
+
+void cq_events::arm(ibv_cq* cq) {
+    {
+        std::lock_guard lock(mutex_);
+        if (armed_ || destroying_) return;
+        armed_ = true;
+        channel_->armed.fetch_add(1); // before the event can exist: readers then look for it
+    }
+    ibv_req_notify_cq(cq, 0);
+}
+
+std::shared_ptr<cq_event_sink> cq_events::read(ibv_cq* cq) {
+    std::unique_lock lock(mutex_);
+    if (armed_) {
+        armed_ = false;
+        channel_->armed.fetch_sub(1);
+    }
+    if (destroying_) {
+        // The destroy waits for this acknowledgement, then frees this object: nothing of it
+        // is touched after (the CQ lives until the destroy returns).
+        lock.unlock();
+        ibv_ack_cq_events(cq, 1);
+        return nullptr;
+    }
+    if (++unacked_ >= ack_batch) {
+        ibv_ack_cq_events(cq, unacked_);
+        unacked_ = 0;
+    }
+    return sink_.lock();
+}
+
+void cq_events::destroying(ibv_cq* cq) noexcept {
+    unsigned unacked;
+    {
+        std::lock_guard lock(mutex_);
+        destroying_ = true;
+        if (armed_) { // its event, unread, goes with the CQ (the kernel drops it)
+            armed_ = false;
+            channel_->armed.fetch_sub(1);
+        }
+        unacked = std::exchange(unacked_, 0);
+    }
+    if (unacked) ibv_ack_cq_events(cq, unacked);
+}
+
+completion_reader::completion_reader(const executor_type& ex, std::shared_ptr<completion_channel> channel)
+    : fd_reader(ex, channel->native()->fd), channel_(std::move(channel)) {}
+
+completion_reader::~completion_reader() {
+    {
+        std::lock_guard lock(readers().mutex);
+        readers().remove(this);
+    }
+    detach(); // before the channel (and its fd) may go
+}
+
+std::shared_ptr<completion_reader> completion_reader::own(const executor_type& ex, ibv_context* verbs) {
+    const auto context = state_of(ex);
+    auto& reg = readers();
+    std::shared_ptr<completion_reader> r;
+    {
+        std::lock_guard lock(reg.mutex);
+        for (auto& e : reg.entries)
+            if (e.context == context.get() && e.own && e.channel->verbs() == verbs)
+                if ((r = e.reader.lock())) {
+                    ++r->seats_;
+                    return r;
+                }
+    }
+    // Made outside the lock (a system call); one made meanwhile by another thread for the
+    // same context is used by its own CQs (two channels then: correct, one fd more).
+    auto channel = completion_channel::create(verbs);
+    {
+        std::lock_guard lock(reg.mutex);
+        r.reset(new completion_reader(ex, std::move(channel)));
+        r->seats_ = 1;
+        reg.entries.push_back({context.get(), r->channel_.get(), true, r, r.get()});
+    }
+    r->start(); // its first read posted: out of our lock
+    return r;
+}
+
+std::shared_ptr<completion_reader> completion_reader::of(const executor_type& ex,
+                                                         std::shared_ptr<completion_channel> channel) {
+    const auto context = state_of(ex);
+    auto& reg = readers();
+    std::shared_ptr<completion_reader> r;
+    {
+        std::lock_guard lock(reg.mutex);
+        for (auto& e : reg.entries)
+            if (e.context == context.get() && e.channel == channel.get())
+                if ((r = e.reader.lock())) {
+                    ++r->seats_;
+                    return r;
+                }
+        // Made under the lock: two queue pairs moving to one context at once (a rebalance)
+        // share one reader of their channel there (a second would register the fd twice).
+        r.reset(new completion_reader(ex, std::move(channel)));
+        r->seats_ = 1;
+        reg.entries.push_back({context.get(), r->channel_.get(), false, r, r.get()});
+    }
+    r->start();
+    return r;
+}
+
+void completion_reader::leave() {
+    {
+        std::lock_guard lock(readers().mutex);
+        if (--seats_ > 0) return;
+    }
+    // (Refused when the context is shutting down: its shutdown stops the reader.)
+    run_on_reader(
+        [self = std::static_pointer_cast<completion_reader>(shared_from_this())] { self->stop_unless_seated(); });
+}
+
+void completion_reader::stop_unless_seated() {
+    std::lock_guard lock(readers().mutex);
+    if (seats_ > 0) return; // taken again meanwhile: reads on
+    readers().remove(this);
+    stop(); // (the fd released under the lock: a reader made next can register it)
+}
+
+// Reads while the channel may hold an event (an armed CQ's event not read yet): all that
+// the readiness announced, and no read that finds nothing when it was the last. Another
+// reader of the channel (on another context) may take one first: EAGAIN then.
+void completion_reader::on_readable() {
+    auto self = std::static_pointer_cast<completion_reader>(shared_from_this());
+    while (channel_->armed.load() > 0) {
+        ibv_cq* cq = nullptr;
+        void* context = nullptr;
+        if (ibv_get_cq_event(channel_->native(), &cq, &context) != 0) return;
+        if (auto sink = static_cast<cq_events*>(context)->read(cq)) sink->cq_event(self);
+    }
+}
+
+} // namespace rdmacm::detail
