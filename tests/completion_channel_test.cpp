@@ -1,0 +1,207 @@
+// Completion channels shared by an execution context's queue pairs (src/completion_channel.hpp),
+// on the kernel CM and a real (soft) device: one channel (one fd) for all of a context's
+// queue pairs, each completion still reaching its own; a queue pair moved to another
+// context completes after the context it was made on is gone (its CQ still reports to that
+// context's channel); and a CQ destroyed while a reader holds one of its events, read and
+// not yet counted, is destroyed once the reader goes on (forced: the read held at the
+// --wrap layer's gate right after it returned, support/faults.cpp).
+#include "support/connection_pair.hpp"
+#include "support/faults.hpp"
+#include "support/fixture.hpp"
+#include "support/open_fds.hpp"
+#include "support/threads.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <future>
+
+using namespace rdmacm;
+using namespace rdmacm::test;
+using namespace boost::asio::experimental::awaitable_operators;
+using asio::awaitable;
+using asio::use_awaitable;
+
+namespace {
+
+// Completion channels (and the device's async event fd) open in this process.
+long event_fds() {
+    const auto fds = open_fds();
+    return std::count_if(fds.begin(), fds.end(),
+                         [](const std::string& t) { return t.find("infinibandevent") != std::string::npos; });
+}
+
+// `from` sends one byte, `value`, which `to` receives, each on its own executor; the send
+// once the receive is posted (siw breaks a connection whose send finds none).
+std::future<std::size_t> send_one(queue_pair& from, queue_pair& to, std::byte value) {
+    struct buffers {
+        std::array<std::byte, 1> out{}, in{};
+        memory_region out_mr, in_mr;
+        buffers(queue_pair& f, queue_pair& t) : out_mr(f.pd(), out), in_mr(t.pd(), in) {}
+    };
+    auto b = std::make_shared<buffers>(from, to);
+    b->out[0] = value;
+    auto received = std::make_shared<std::promise<std::size_t>>();
+    auto result = received->get_future();
+    asio::post(to.get_executor(), [&from, &to, b, received, value] {
+        to.async_receive(b->in_mr, b->in, [b, received, value](error_code ec, std::size_t n) {
+            if (ec || b->in[0] != value)
+                received->set_exception(std::make_exception_ptr(boost::system::system_error(ec, "receive")));
+            else
+                received->set_value(n);
+        });
+        asio::post(from.get_executor(),
+                   [&from, b] { from.async_send(b->out_mr, b->out, [b](error_code, std::size_t) {}); });
+    });
+    return result;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_context_s_queue_pairs_share_one_completion_channel, channel_fixture) {
+    auto l = make_listener(*channel);
+    std::array<connection_pair, 4> pairs;
+    const int channels_before = faults::calls("ibv_create_comp_channel");
+    run(ctx, connect_pair(l, *channel, pairs[0]));
+    const long fds_with_one = event_fds();
+    for (std::size_t i = 1; i < pairs.size(); ++i) run(ctx, connect_pair(l, *channel, pairs[i]));
+    // Eight queue pairs (both ends of four connections), one context, one device: one channel.
+    BOOST_TEST(faults::calls("ibv_create_comp_channel") - channels_before == 1);
+    BOOST_TEST(event_fds() == fds_with_one, "a queue pair after the first opened an fd of its own");
+
+    // Each completion reaches its own queue pair: a byte each way on every connection.
+    std::vector<std::future<std::size_t>> got;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        got.push_back(send_one(*pairs[i].client_qp, *pairs[i].server_qp, std::byte(2 * i)));
+        got.push_back(send_one(*pairs[i].server_qp, *pairs[i].client_qp, std::byte(2 * i + 1)));
+    }
+    BOOST_REQUIRE(run_until(ctx, [&] {
+        return std::all_of(got.begin(), got.end(), [](auto& f) { return f.wait_for(0s) == std::future_status::ready; });
+    }));
+    for (auto& f : got) BOOST_TEST(f.get() == 1u);
+
+    for (auto& p : pairs) {
+        p.client_qp.reset();
+        p.server_qp.reset();
+        p.client.reset();
+        p.server.reset();
+    }
+    BOOST_REQUIRE(wait_out_destroys());
+    ctx.restart();
+    ctx.run_for(1s); // (the fixture checks that it ran out of work)
+    BOOST_TEST(event_fds() == fds_with_one - 1, "the shared channel's fd outlived its queue pairs");
+}
+
+// A queue pair made on context A moves to B; A is destroyed; its completions, reported to
+// A's channel for good, still reach it on B: B reads that channel too.
+BOOST_AUTO_TEST_CASE(a_moved_queue_pair_completes_after_its_first_context_is_gone) {
+    context_threads t(2); // 0: server, 1: B; A is run by hand, then destroyed
+    {
+        event_channel server_ch(t[0]), b(t[1]);
+        auto l = make_listener(server_ch);
+        connection_pair p;
+        {
+            asio::io_context ctx_a;
+            std::optional<event_channel> a(std::in_place, ctx_a);
+            auto accepted = asio::co_spawn(t[0], accept_side(l, p, {}), asio::use_future);
+            auto connected = asio::co_spawn(ctx_a, connect_side(*a, l.local_endpoint(), p, {}), asio::use_future);
+            BOOST_REQUIRE(run_until(ctx_a, [&] { return connected.wait_for(0s) == std::future_status::ready; }));
+            connected.get();
+            BOOST_REQUIRE(ready_within(accepted));
+            accepted.get();
+            std::promise<error_code> moved;
+            p.client->async_migrate(b, [&](error_code ec) { moved.set_value(ec); });
+            auto done = moved.get_future();
+            BOOST_REQUIRE(run_until(ctx_a, [&] { return done.wait_for(0s) == std::future_status::ready; }));
+            BOOST_TEST(!done.get());
+            BOOST_TEST((p.client_qp->get_executor() == b.get_executor()));
+            a.reset();
+        } // A's context destroyed: nothing of it runs any more
+
+        for (int round = 0; round < 3; ++round) {
+            auto to_client = send_one(*p.server_qp, *p.client_qp, std::byte(round));
+            auto to_server = send_one(*p.client_qp, *p.server_qp, std::byte(round + 10));
+            BOOST_REQUIRE_MESSAGE(ready_within(to_client, 10s), "the moved queue pair's receive never completed");
+            BOOST_TEST(to_client.get() == 1u);
+            BOOST_REQUIRE(ready_within(to_server, 10s));
+            BOOST_TEST(to_server.get() == 1u);
+        }
+        std::promise<void> closed_b, closed_s;
+        asio::post(t[1], [&] {
+            p.client_qp.reset();
+            p.client.reset();
+            closed_b.set_value();
+        });
+        asio::post(t[0], [&] {
+            p.server_qp.reset();
+            p.server.reset();
+            closed_s.set_value();
+        });
+        closed_b.get_future().wait();
+        closed_s.get_future().wait();
+    }
+    t.stop(); // every context runs out of work: nothing of ours is left
+}
+
+// A reader has read an event of the client's CQ (the kernel counts it as reported) and has
+// not counted it yet, held at the gate; meanwhile the client goes, and its CQ's destroy, on
+// the destroyer thread, waits for that event's acknowledgement. Let go, the reader sees
+// the CQ going and acknowledges it at once: the destroy returns. (Counted into the CQ's
+// batch instead, after the destroy acknowledged what it found, the event would never be
+// acknowledged: the destroy, and every destroy after it, would wait for good.)
+BOOST_AUTO_TEST_CASE(a_cq_destroyed_while_a_reader_holds_its_event_is_destroyed) {
+    context_threads t(1);
+    {
+        event_channel ch(t[0]);
+        auto l = make_listener(ch);
+        connection_pair p;
+        auto connected = asio::co_spawn(t[0], connect_pair(l, ch, p), asio::use_future);
+        BOOST_REQUIRE(ready_within(connected));
+        connected.get();
+        ibv_cq* cq = p.client_qp->native_handle()->recv_cq;
+        // (Counted per address: an earlier test's CQ may have lived at this one's.)
+        const int destroys_before = faults::calls("ibv_destroy_cq", cq);
+        const int returns_before = faults::calls("ibv_destroy_cq returned", cq);
+
+        faults::gate held("ibv_get_cq_event returned", cq);
+        auto received = std::make_shared<std::promise<error_code>>();
+        auto got = received->get_future();
+        {
+            auto b = std::make_shared<std::array<std::byte, 1>>();
+            auto mr = std::make_shared<memory_region>(p.client_qp->pd(), *b);
+            asio::post(t[0], [&, b, mr, received] {
+                p.client_qp->async_receive(*mr, *b,
+                                           [b, mr, received](error_code ec, std::size_t) { received->set_value(ec); });
+            });
+        }
+        // (Posted after the receive, to the same single-threaded context: runs after it.)
+        std::array<std::byte, 1> one{std::byte(7)};
+        memory_region one_mr(p.server_qp->pd(), one);
+        asio::post(t[0], [&] { p.server_qp->async_send(one_mr, one, [](error_code, std::size_t) {}); });
+        BOOST_REQUIRE_MESSAGE(held.wait_entered(), "no reader read the client's CQ event");
+
+        // The client goes while its event is held: its CQ's destroy waits for the event.
+        p.client_qp.reset();
+        p.client.reset();
+        BOOST_REQUIRE(faults::wait_calls("ibv_destroy_cq", cq, destroys_before + 1, 10s));
+        BOOST_TEST(!faults::wait_calls("ibv_destroy_cq returned", cq, returns_before + 1, 200ms),
+                   "the destroy did not wait for the event read");
+        held.release();
+        BOOST_TEST(faults::wait_calls("ibv_destroy_cq returned", cq, returns_before + 1, 10s),
+                   "the CQ's destroy never returned: its event read was never acknowledged");
+        BOOST_REQUIRE(ready_within(got, 10s));
+        const error_code ec = got.get(); // received, or aborted by the close: completed once either way
+        BOOST_TEST((!ec || ec == asio::error::operation_aborted), ec.message());
+        std::promise<void> closed;
+        asio::post(t[0], [&] {
+            p.server_qp.reset();
+            p.server.reset();
+            closed.set_value();
+        });
+        closed.get_future().wait();
+    }
+    t.stop();
+}
