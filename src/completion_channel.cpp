@@ -2,7 +2,12 @@
 
 #include "device_release.hpp"
 #include "rdmacm/detail/call_error.hpp"
+#include "rdmacm/detail/follow_executor.hpp"
 
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
@@ -36,6 +41,21 @@ struct registry {
 registry& readers() {
     static auto* r = new registry; // never destroyed: readers may outlive static destruction
     return *r;
+}
+
+// What a reader of `ex`'s context runs on: the io_context's own executor where `ex` shows it
+// — not `ex` itself, which may be one queue pair's strand, or a pooled connection's
+// executor that follows the connection to another shard, while the reader serves every
+// queue pair on its context. (Any other executor: itself.)
+completion_reader::executor_type context_executor(const completion_reader::executor_type& ex) {
+    using io_executor = boost::asio::io_context::executor_type;
+    if (const auto* e = ex.target<io_executor>()) return *e;
+    if (const auto* s = ex.target<boost::asio::strand<io_executor>>()) return s->get_inner_executor();
+    if (const auto* s = ex.target<boost::asio::strand<follow_executor>>())
+        return boost::asio::query(s->get_inner_executor(), boost::asio::execution::context).get_executor();
+    if (const auto* s = ex.target<boost::asio::strand<completion_reader::executor_type>>())
+        return context_executor(s->get_inner_executor());
+    return ex;
 }
 
 } // namespace
@@ -133,7 +153,7 @@ std::shared_ptr<completion_reader> completion_reader::own(const executor_type& e
     auto channel = completion_channel::create(verbs);
     {
         std::lock_guard lock(reg.mutex);
-        r.reset(new completion_reader(ex, std::move(channel)));
+        r.reset(new completion_reader(context_executor(ex), std::move(channel)));
         r->seats_ = 1;
         reg.entries.push_back({context.get(), r->channel_.get(), true, r, r.get()});
     }
@@ -156,7 +176,7 @@ std::shared_ptr<completion_reader> completion_reader::of(const executor_type& ex
                 }
         // Made under the lock: two queue pairs moving to one context at once (a rebalance)
         // share one reader of their channel there (a second would register the fd twice).
-        r.reset(new completion_reader(ex, std::move(channel)));
+        r.reset(new completion_reader(context_executor(ex), std::move(channel)));
         r->seats_ = 1;
         reg.entries.push_back({context.get(), r->channel_.get(), false, r, r.get()});
     }
