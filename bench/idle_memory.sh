@@ -6,6 +6,8 @@
 set -euo pipefail
 [ $# = 3 ] || { echo "usage: idle_memory.sh BUILD ADDRESS N" >&2; exit 2; }
 build=$1 addr=$2 n=$3
+# Raw librdmacm opens two completion channels per connection: room for them.
+ulimit -n "$(ulimit -Hn)"
 for side in raw ids ours defaults; do
     out=$("$build"/bench/idle_memory_bench "$addr" "$n" $side) || { echo "$out"; exit 1; }
     echo "$out"

@@ -19,6 +19,7 @@
 #include <malloc.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,33 +59,41 @@ int open_fds() {
     return n - 3; // ".", ".." and the directory's own fd
 }
 
-// N clients through raw librdmacm, one event channel, driven to ESTABLISHED.
+// Connection requests a listener holds at once (the kernel's rdma_ucm max_backlog: 1,024 by
+// default): clients connect in batches no larger.
+constexpr int batch = 512;
+
+// N clients through raw librdmacm, one event channel, driven to ESTABLISHED in batches.
 std::vector<rdma_cm_id*> raw_clients(const rdmacm::endpoint& server, int n) {
     rdma_event_channel* ch = rdma_create_event_channel();
     if (!ch) throw std::runtime_error("rdma_create_event_channel");
     std::vector<rdma_cm_id*> ids(static_cast<std::size_t>(n));
-    for (auto& id : ids) {
-        if (rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) throw std::runtime_error("rdma_create_id");
-        if (rdma_resolve_addr(id, nullptr, const_cast<sockaddr*>(server.data()), 5000))
-            throw std::runtime_error("rdma_resolve_addr");
-    }
-    for (int established = 0; established < n;) {
-        rdma_cm_event* ev;
-        if (rdma_get_cm_event(ch, &ev)) throw std::runtime_error("rdma_get_cm_event");
-        rdma_cm_id* id = ev->id;
-        const auto type = ev->event;
-        rdma_ack_cm_event(ev);
-        if (type == RDMA_CM_EVENT_ADDR_RESOLVED) {
-            if (rdma_resolve_route(id, 5000)) throw std::runtime_error("rdma_resolve_route");
-        } else if (type == RDMA_CM_EVENT_ROUTE_RESOLVED) {
-            ibv_qp_init_attr attr = rdmacm::rc_qp_init_attr(depth); // librdmacm makes the CQ and its channel
-            if (rdma_create_qp(id, nullptr, &attr)) throw std::runtime_error("rdma_create_qp");
-            rdma_conn_param p{};
-            if (rdma_connect(id, &p)) throw std::runtime_error("rdma_connect");
-        } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
-            ++established;
-        } else {
-            throw std::runtime_error(std::string("unexpected event ") + rdma_event_str(type));
+    for (int first = 0; first < n; first += batch) {
+        const int last = std::min(n, first + batch);
+        for (int i = first; i < last; ++i) {
+            auto& id = ids[static_cast<std::size_t>(i)];
+            if (rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) throw std::runtime_error("rdma_create_id");
+            if (rdma_resolve_addr(id, nullptr, const_cast<sockaddr*>(server.data()), 5000))
+                throw std::runtime_error("rdma_resolve_addr");
+        }
+        for (int established = first; established < last;) {
+            rdma_cm_event* ev;
+            if (rdma_get_cm_event(ch, &ev)) throw std::runtime_error("rdma_get_cm_event");
+            rdma_cm_id* id = ev->id;
+            const auto type = ev->event;
+            rdma_ack_cm_event(ev);
+            if (type == RDMA_CM_EVENT_ADDR_RESOLVED) {
+                if (rdma_resolve_route(id, 5000)) throw std::runtime_error("rdma_resolve_route");
+            } else if (type == RDMA_CM_EVENT_ROUTE_RESOLVED) {
+                ibv_qp_init_attr attr = rdmacm::rc_qp_init_attr(depth); // librdmacm makes the CQ and its channel
+                if (rdma_create_qp(id, nullptr, &attr)) throw std::runtime_error("rdma_create_qp");
+                rdma_conn_param p{};
+                if (rdma_connect(id, &p)) throw std::runtime_error("rdma_connect");
+            } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
+                ++established;
+            } else {
+                throw std::runtime_error(std::string("unexpected event ") + rdma_event_str(type));
+            }
         }
     }
     return ids;
@@ -122,7 +131,7 @@ int main(int argc, char** argv) {
             }
         },
         asio::detached);
-    std::thread server([&] { server_ctx.run_for(300s); });
+    std::thread server([&] { server_ctx.run_for(900s); });
     const rdmacm::endpoint to{address, l.local_endpoint().port()};
 
     const long rss_before = rss_kib(), heap_before = heap_kib(), anon_before = rollup_kib("Anonymous");
@@ -141,7 +150,10 @@ int main(int argc, char** argv) {
             ids.reserve(static_cast<std::size_t>(n));
             qps.reserve(static_cast<std::size_t>(n));
             int established = 0;
+            const auto deadline = std::chrono::steady_clock::now() + 600s;
             for (int i = 0; i < n; ++i) {
+                if (i % batch == 0) // the previous batch established first
+                    while (established < i && std::chrono::steady_clock::now() < deadline) ctx.run_one_for(10ms);
                 auto& id = ids.emplace_back(channel);
                 asio::co_spawn(
                     ctx,
@@ -167,7 +179,6 @@ int main(int argc, char** argv) {
                         if (e) std::rethrow_exception(e);
                     });
             }
-            const auto deadline = std::chrono::steady_clock::now() + 240s;
             while (established < n && std::chrono::steady_clock::now() < deadline) ctx.run_one_for(10ms);
             if (established < n) throw std::runtime_error("timed out connecting");
         }
