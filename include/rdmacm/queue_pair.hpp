@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// `rdmacm::queue_pair`: a connection's data path — send, receive, RDMA write and read as
-/// Asio asynchronous operations, completions read through the completion channel's fd or
+/// Asio asynchronous operations, completions read through the context's completion channel or
 /// polled by the context's thread (`queue_pair_options::poll_for`).
 #include "rdmacm/cm_id.hpp"
 #include "rdmacm/detail/qp_ops.hpp"
@@ -56,9 +56,11 @@ struct queue_pair_options {
 };
 
 /// A reliable-connected queue pair on a `cm_id` (`rdma_create_qp`), with one completion
-/// queue whose completion channel is read through an Asio descriptor on the id's
-/// execution context — and, in polling mode, the queue polled on that context between its
-/// other handlers (`queue_pair_options::poll_for`). Create it before `async_connect` / `async_accept` (after the route
+/// queue, whose events come through a completion channel shared by the queue pairs made on
+/// the id's execution context (one fd per context and device, read through an Asio
+/// descriptor on each context that has a queue pair reporting to it) — and, in polling
+/// mode, the queue polled on that context between its other handlers
+/// (`queue_pair_options::poll_for`). Create it before `async_connect` / `async_accept` (after the route
 /// is resolved, or on a connection request's id); post receives before the peer sends.
 ///
 /// **Operations**: any number outstanding at once, up to the queue pair's sizes (more:
