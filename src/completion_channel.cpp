@@ -87,7 +87,13 @@ void cq_events::arm(ibv_cq* cq) {
         armed_ = true;
         channel_->armed.fetch_add(1); // before the event can exist: readers then look for it
     }
-    ibv_req_notify_cq(cq, 0);
+    if (ibv_req_notify_cq(cq, 0) == 0) return;
+    // Not armed (a CQ the device let go of): the next arm tries again.
+    std::lock_guard lock(mutex_);
+    if (armed_) {
+        armed_ = false;
+        channel_->armed.fetch_sub(1);
+    }
 }
 
 std::shared_ptr<cq_event_sink> cq_events::read(ibv_cq* cq) {
@@ -201,12 +207,15 @@ void completion_reader::stop_unless_seated() {
     stop(); // (the fd released under the lock: a reader made next can register it)
 }
 
-// Reads while the channel may hold an event (an armed CQ's event not read yet): all that
-// the readiness announced, and no read that finds nothing when it was the last. Another
-// reader of the channel (on another context) may take one first: EAGAIN then.
+// Reads as many events as the channel may hold now — one per CQ armed and not answered
+// yet — so that the usual wake-up, one queue pair's one event, makes no read that finds
+// nothing. Fewer are there when another context's reader of the channel took one, or a CQ
+// is quiet: EAGAIN ends it then. The wait was re-armed before this pass, so an event that
+// comes meanwhile (a CQ armed again by a pass run here) brings a pass of its own; and the
+// channel's queue is in order, so the events counted here are read before any such one.
 void completion_reader::on_readable() {
     auto self = std::static_pointer_cast<completion_reader>(shared_from_this());
-    while (channel_->armed.load() > 0) {
+    for (int pending = channel_->armed.load(); pending > 0; --pending) {
         ibv_cq* cq = nullptr;
         void* context = nullptr;
         if (ibv_get_cq_event(channel_->native(), &cq, &context) != 0) return;

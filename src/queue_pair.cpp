@@ -37,7 +37,10 @@ bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type&
 // the reader stop once no queue pair on its context reports to its channel.
 class qp_impl::poller {
 public:
-    explicit poller(std::shared_ptr<completion_reader> r) noexcept : reader(std::move(r)) {}
+    // Seated by `seat()` (completion_reader::own or of) once its own memory is in hand: a
+    // failure leaves no seat taken.
+    template <typename Seat>
+    explicit poller(Seat seat) : reader(seat()) {}
     ~poller() { reader->leave(); }
     poller(const poller&) = delete;
     poller& operator=(const poller&) = delete;
@@ -75,7 +78,7 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     if (!cm->verbs) throw boost::system::system_error(errc::no_device, "queue_pair");
     const auto ex = id->get_executor();
     // The context's channel for the device: its reader seated here, left if anything fails.
-    auto seat = std::make_shared<poller>(completion_reader::own(ex, cm->verbs));
+    auto seat = std::make_shared<poller>([&] { return completion_reader::own(ex, cm->verbs); });
     auto res = std::make_shared<cq_resources>(seat->reader->channel());
     res->cq = ibv_create_cq(cm->verbs, static_cast<int>(options.max_send_wr + options.max_recv_wr), &res->events,
                             seat->reader->channel()->native(), 0);
@@ -419,16 +422,17 @@ void qp_impl::after_handed(const executor_type& old_ex, std::function<void()> th
 }
 
 bool qp_impl::polls_elsewhere(const executor_type& ex) const { // under mutex_
-    return !closed_ && poller_ && !same_context(poller_->reader->get_executor(), ex);
+    if (closed_ || !poller_ || !ex) return false;              // (no executor: its context has shut down)
+    const auto here = poller_->reader->get_executor();
+    return !here || !same_context(here, ex);
 }
 
 void qp_impl::end_move(const executor_type& ex) {
     // The new context reads the CQ's channel (the one it was made on) from here: its reader
     // of that channel is found or made out of our lock (its first read is posted). Made
-    // there, completions no longer need the old context to run, or to exist. One cannot
-    // always be made: moved away and straight back, the reader that context had may not
-    // have let go of the fd yet (EEXIST: one fd, one epoll). Then the current poller goes
-    // on, handing over to `ex` as well.
+    // there, completions no longer need the old context to run, or to exist. When none can
+    // be made (that context shutting down meanwhile: nothing runs there anyway; or out of
+    // memory), the current poller goes on, handing over to `ex`.
     std::shared_ptr<poller> there;
     bool elsewhere;
     {
@@ -436,8 +440,8 @@ void qp_impl::end_move(const executor_type& ex) {
         elsewhere = polls_elsewhere(ex);
     }
     if (elsewhere) try {
-            there = std::make_shared<poller>(completion_reader::of(ex, resources_->events.channel()));
-        } catch (const boost::system::system_error&) {}
+            there = std::make_shared<poller>([&] { return completion_reader::of(ex, resources_->events.channel()); });
+        } catch (const std::exception&) {}
     std::shared_ptr<poller> old, current;
     bool held;
     {
@@ -451,8 +455,9 @@ void qp_impl::end_move(const executor_type& ex) {
     }
     // Completions held while moving are handed over by the current poller, before any it
     // polls from now (never from here: a poll deciding meanwhile could hand over newer
-    // ones first).
-    if (held && current) wake_later(current);
+    // ones first). A new poller has a first pass in any case: the old one may have been
+    // polling with the queue unarmed (polling mode), and stops now that it is not current.
+    if ((held || old) && current) wake_later(current);
     // (`old` and an unused `there` leave their readers here, out of our lock.)
 }
 

@@ -205,3 +205,73 @@ BOOST_AUTO_TEST_CASE(a_cq_destroyed_while_a_reader_holds_its_event_is_destroyed)
     }
     t.stop();
 }
+
+// A polling queue pair moves while its poller spins (a receive outstanding, the queue left
+// unarmed while it polls) and nothing completes during the move: the old poller stops, no
+// longer current, and the new context's poller polls from the move's end — the next
+// completion comes to it. (Before the fix, only held completions gave the new poller a
+// first pass: the receive never completed.)
+BOOST_AUTO_TEST_CASE(a_queue_pair_moved_while_polling_polls_on_its_new_context) {
+    context_threads t(3); // 0: server, 1: A, 2: B
+    {
+        event_channel server_ch(t[0]), a(t[1]), b(t[2]);
+        auto l = make_listener(server_ch);
+        connection_pair p;
+        queue_pair_options polling;
+        polling.poll_for = 10s; // goes on polling for the test's length while a receive waits
+        auto accepted = asio::co_spawn(t[0], accept_side(l, p, {}), asio::use_future);
+        auto connected = asio::co_spawn(t[1], connect_side(a, l.local_endpoint(), p, polling), asio::use_future);
+        BOOST_REQUIRE(ready_within(connected));
+        connected.get();
+        BOOST_REQUIRE(ready_within(accepted));
+        accepted.get();
+
+        // The first receive's completion wakes the client's poller, which then spins: its
+        // handler posts the second receive before the pass after it looks.
+        std::array<std::byte, 1> first{}, second{}, out{std::byte(1)};
+        memory_region first_mr(p.client_qp->pd(), first), second_mr(p.client_qp->pd(), second);
+        memory_region out_mr(p.server_qp->pd(), out);
+        // (Shared: a failed check leaves with the handlers still to run, on close.)
+        auto spinning = std::make_shared<std::promise<void>>();
+        auto second_done = std::make_shared<std::promise<error_code>>();
+        auto send = [&] {
+            asio::post(t[0], [&] { p.server_qp->async_send(out_mr, out, [](error_code, std::size_t) {}); });
+        };
+        asio::post(t[1], [&] {
+            p.client_qp->async_receive(first_mr, first, [&, spinning, second_done](error_code, std::size_t) {
+                p.client_qp->async_receive(second_mr, second,
+                                           [second_done](error_code ec, std::size_t) { second_done->set_value(ec); });
+                spinning->set_value();
+            });
+            send(); // once the receive is posted
+        });
+        auto spun = spinning->get_future();
+        BOOST_REQUIRE(ready_within(spun, 10s));
+
+        std::promise<error_code> moved;
+        p.client->async_migrate(b, [&](error_code ec) { moved.set_value(ec); });
+        auto done = moved.get_future();
+        BOOST_REQUIRE(ready_within(done, 10s));
+        BOOST_TEST(!done.get());
+
+        send();
+        auto got = second_done->get_future();
+        BOOST_REQUIRE_MESSAGE(ready_within(got, 5s), "the moved queue pair's receive never completed");
+        BOOST_TEST(!got.get());
+
+        std::promise<void> closed_b, closed_s;
+        asio::post(t[2], [&] {
+            p.client_qp.reset();
+            p.client.reset();
+            closed_b.set_value();
+        });
+        asio::post(t[0], [&] {
+            p.server_qp.reset();
+            p.server.reset();
+            closed_s.set_value();
+        });
+        closed_b.get_future().wait();
+        closed_s.get_future().wait();
+    }
+    t.stop();
+}
