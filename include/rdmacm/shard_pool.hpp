@@ -144,7 +144,8 @@ public:
     }
 
     /// Moves a live connection to shard `to`: its id (`rdma_migrate_id` to that shard's
-    /// event channel), its queue pair's completion channel, and its strand — handlers
+    /// event channel), its queue pair's completion polling (its CQ's channel read on the new
+    /// shard), and its strand — handlers
     /// pending on the connection's executor run on the new shard, in order, none lost. Works
     /// while the connection carries traffic.
     ///

@@ -48,7 +48,7 @@ struct gathered_buffers {
 namespace qp_ops {
 using handler = boost::asio::any_completion_handler<void(error_code, std::size_t)>;
 
-// Creates the completion channel and queue, and the queue pair on `id`; throws
+// Creates the completion queue (on its context's shared channel), and the queue pair on `id`; throws
 // system_error naming the failed call.
 std::shared_ptr<qp_impl> create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options);
 // The id's (a copy: a migration changes it).
