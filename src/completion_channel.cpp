@@ -143,39 +143,32 @@ completion_reader::~completion_reader() {
 
 std::shared_ptr<completion_reader> completion_reader::own(const executor_type& ex, ibv_context* verbs) {
     const auto context = state_of(ex);
-    auto& reg = readers();
-    std::shared_ptr<completion_reader> r;
     {
-        std::lock_guard lock(reg.mutex);
-        for (auto& e : reg.entries)
+        std::lock_guard lock(readers().mutex);
+        for (auto& e : readers().entries)
             if (e.context == context.get() && e.own && e.channel->verbs() == verbs)
-                if ((r = e.reader.lock())) {
+                if (auto r = e.reader.lock()) {
                     ++r->seats_;
                     return r;
                 }
     }
     // Made outside the lock (a system call); one made meanwhile by another thread for the
     // same context is used by its own CQs (two channels then: correct, one fd more).
-    auto channel = completion_channel::create(verbs);
-    {
-        std::lock_guard lock(reg.mutex);
-        r.reset(new completion_reader(context_executor(ex), std::move(channel)));
-        r->seats_ = 1;
-        reg.entries.push_back({context.get(), r->channel_.get(), true, r, r.get()});
-    }
-    r->start(); // its first read posted: out of our lock
-    return r;
+    return seat(ex, *context, completion_channel::create(verbs), true);
 }
 
 std::shared_ptr<completion_reader> completion_reader::of(const executor_type& ex,
                                                          std::shared_ptr<completion_channel> channel) {
-    const auto context = state_of(ex);
-    auto& reg = readers();
+    return seat(ex, *state_of(ex), std::move(channel), false);
+}
+
+std::shared_ptr<completion_reader> completion_reader::seat(const executor_type& ex, const context_bound::state& context,
+                                                           std::shared_ptr<completion_channel> channel, bool own) {
     std::shared_ptr<completion_reader> r;
     {
-        std::lock_guard lock(reg.mutex);
-        for (auto& e : reg.entries)
-            if (e.context == context.get() && e.channel == channel.get())
+        std::lock_guard lock(readers().mutex);
+        for (auto& e : readers().entries)
+            if (e.context == &context && e.channel == channel.get())
                 if ((r = e.reader.lock())) {
                     ++r->seats_;
                     return r;
@@ -184,9 +177,9 @@ std::shared_ptr<completion_reader> completion_reader::of(const executor_type& ex
         // share one reader of their channel there (a second would register the fd twice).
         r.reset(new completion_reader(context_executor(ex), std::move(channel)));
         r->seats_ = 1;
-        reg.entries.push_back({context.get(), r->channel_.get(), false, r, r.get()});
+        readers().entries.push_back({&context, r->channel_.get(), own, r, r.get()});
     }
-    r->start();
+    r->start(); // its first read posted: out of our lock
     return r;
 }
 
@@ -214,12 +207,11 @@ void completion_reader::stop_unless_seated() {
 // comes meanwhile (a CQ armed again by a pass run here) brings a pass of its own; and the
 // channel's queue is in order, so the events counted here are read before any such one.
 void completion_reader::on_readable() {
-    auto self = std::static_pointer_cast<completion_reader>(shared_from_this());
     for (int pending = channel_->armed.load(); pending > 0; --pending) {
         ibv_cq* cq = nullptr;
         void* context = nullptr;
         if (ibv_get_cq_event(channel_->native(), &cq, &context) != 0) return;
-        if (auto sink = static_cast<cq_events*>(context)->read(cq)) sink->cq_event(self);
+        if (auto sink = static_cast<cq_events*>(context)->read(cq)) sink->cq_event(*this);
     }
 }
 

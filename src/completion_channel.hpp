@@ -26,7 +26,7 @@ class completion_reader;
 class cq_event_sink {
 public:
     // On the strand of `by`, which read the event (counted already).
-    virtual void cq_event(const std::shared_ptr<completion_reader>& by) = 0;
+    virtual void cq_event(const completion_reader& by) = 0;
 
 protected:
     ~cq_event_sink() = default;
@@ -105,6 +105,10 @@ public:
     void leave();
 
 private:
+    // Seated at the reader of `channel` on `context` (made if none; `own`: the context's
+    // channel for new CQs).
+    static std::shared_ptr<completion_reader> seat(const executor_type& ex, const context_bound::state& context,
+                                                   std::shared_ptr<completion_channel> channel, bool own);
     completion_reader(const executor_type& ex, std::shared_ptr<completion_channel> channel);
     void on_readable() override;
     void stop_unless_seated(); // on the strand

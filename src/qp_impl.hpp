@@ -76,7 +76,7 @@ public:
     // the device may write into until then (a receive_pool's), which must not outlive the id.
     void on_destroyed(std::function<void()> release);
     // cq_event_sink
-    void cq_event(const std::shared_ptr<completion_reader>& by) override;
+    void cq_event(const completion_reader& by) override;
 
 private:
     // The completion queue; its events as readers see them.

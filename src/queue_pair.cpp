@@ -332,14 +332,14 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
 
 // A reader read the CQ's event: a pass on the current poller — here when it is this
 // reader's, else posted to its strand (the queue pair moved to another context).
-void qp_impl::cq_event(const std::shared_ptr<completion_reader>& by) {
+void qp_impl::cq_event(const completion_reader& by) {
     std::shared_ptr<poller> current;
     {
         std::lock_guard lock(mutex_);
         current = poller_;
     }
     if (!current) return; // closed
-    if (current->reader == by)
+    if (current->reader.get() == &by)
         wake(current);
     else
         wake_later(current);

@@ -16,14 +16,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <future>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
-using namespace boost::asio::experimental::awaitable_operators;
-using asio::awaitable;
-using asio::use_awaitable;
 
 namespace {
 
@@ -57,6 +53,18 @@ std::future<std::size_t> send_one(queue_pair& from, queue_pair& to, std::byte va
                    [&from, b] { from.async_send(b->out_mr, b->out, [b](error_code, std::size_t) {}); });
     });
     return result;
+}
+
+// Closes one end of a connection on the thread that runs `ctx` (its queue pair's and id's),
+// and waits for it.
+void close_on(asio::io_context& ctx, std::optional<queue_pair>& qp, std::optional<cm_id>& id) {
+    std::promise<void> closed;
+    asio::post(ctx, [&] {
+        qp.reset();
+        id.reset();
+        closed.set_value();
+    });
+    closed.get_future().wait();
 }
 
 } // namespace
@@ -129,19 +137,8 @@ BOOST_AUTO_TEST_CASE(a_moved_queue_pair_completes_after_its_first_context_is_gon
             BOOST_REQUIRE(ready_within(to_server, 10s));
             BOOST_TEST(to_server.get() == 1u);
         }
-        std::promise<void> closed_b, closed_s;
-        asio::post(t[1], [&] {
-            p.client_qp.reset();
-            p.client.reset();
-            closed_b.set_value();
-        });
-        asio::post(t[0], [&] {
-            p.server_qp.reset();
-            p.server.reset();
-            closed_s.set_value();
-        });
-        closed_b.get_future().wait();
-        closed_s.get_future().wait();
+        close_on(t[1], p.client_qp, p.client);
+        close_on(t[0], p.server_qp, p.server);
     }
     t.stop(); // every context runs out of work: nothing of ours is left
 }
@@ -195,13 +192,7 @@ BOOST_AUTO_TEST_CASE(a_cq_destroyed_while_a_reader_holds_its_event_is_destroyed)
         BOOST_REQUIRE(ready_within(got, 10s));
         const error_code ec = got.get(); // received, or aborted by the close: completed once either way
         BOOST_TEST((!ec || ec == asio::error::operation_aborted), ec.message());
-        std::promise<void> closed;
-        asio::post(t[0], [&] {
-            p.server_qp.reset();
-            p.server.reset();
-            closed.set_value();
-        });
-        closed.get_future().wait();
+        close_on(t[0], p.server_qp, p.server);
     }
     t.stop();
 }
@@ -259,19 +250,8 @@ BOOST_AUTO_TEST_CASE(a_queue_pair_moved_while_polling_polls_on_its_new_context) 
         BOOST_REQUIRE_MESSAGE(ready_within(got, 5s), "the moved queue pair's receive never completed");
         BOOST_TEST(!got.get());
 
-        std::promise<void> closed_b, closed_s;
-        asio::post(t[2], [&] {
-            p.client_qp.reset();
-            p.client.reset();
-            closed_b.set_value();
-        });
-        asio::post(t[0], [&] {
-            p.server_qp.reset();
-            p.server.reset();
-            closed_s.set_value();
-        });
-        closed_b.get_future().wait();
-        closed_s.get_future().wait();
+        close_on(t[2], p.client_qp, p.client);
+        close_on(t[0], p.server_qp, p.server);
     }
     t.stop();
 }
