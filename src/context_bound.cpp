@@ -41,6 +41,7 @@ private:
                 if (auto u = m->user()) users.push_back(std::move(u));
             }
             state_->members.clear();
+            state_->work = {};
         }
         // Their handlers go now, while the context still works (a coroutine frame's
         // destruction may post, close ids, ...): no lock of ours is held.
@@ -54,6 +55,14 @@ private:
 
 std::shared_ptr<context_bound::state> context_bound::state_of(const boost::asio::any_io_executor& ex) {
     return boost::asio::use_service<context_service>(boost::asio::query(ex, boost::asio::execution::context)).state();
+}
+
+void context_bound::state::work_started(const boost::asio::any_io_executor& ex) {
+    if (busy++ == 0) work = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
+}
+
+boost::asio::any_io_executor context_bound::state::work_finished() noexcept {
+    return --busy == 0 ? std::exchange(work, {}) : boost::asio::any_io_executor{};
 }
 
 boost::asio::any_io_executor bound_executor::get() const noexcept {
@@ -81,23 +90,21 @@ bound_executor::handover bound_executor::get_for_handover(bool busy) noexcept {
 boost::asio::any_io_executor bound_executor::switch_work(bool busy) noexcept {
     if (busy == busy_) return {};
     busy_ = busy;
-    if (!busy) return std::exchange(work_, {});
-    if (executor_) work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
+    if (!state_->alive) return {};
+    if (!busy) return state_->work_finished();
+    state_->work_started(executor_);
     return {};
 }
 
 boost::asio::any_io_executor bound_executor::set(const boost::asio::any_io_executor& ex) {
     {
         // Within one context (two channels of one io_context, a strand of it): no
-        // registration changes, and the same executor needs nothing at all.
+        // registration or work changes.
         std::lock_guard lock(state_->mutex);
         if (state_->alive && executor_ && ex &&
             &boost::asio::query(executor_, boost::asio::execution::context) ==
                 &boost::asio::query(ex, boost::asio::execution::context)) {
-            if (ex != executor_) {
-                executor_ = ex;
-                if (busy_) work_ = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
-            }
+            executor_ = ex;
             return executor_;
         }
     }
@@ -110,7 +117,7 @@ boost::asio::any_io_executor bound_executor::bind(const boost::asio::any_io_exec
     std::lock_guard lock(state_->mutex);
     if (!state_->alive) return {}; // nothing runs there any more
     executor_ = ex;
-    if (busy_) work_ = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
+    if (busy_) state_->work_started(ex);
     state_->add(this);
     return executor_;
 }
@@ -120,7 +127,7 @@ void bound_executor::unbind() noexcept {
     if (!state_->alive) return; // its shutdown took the executor already
     state_->remove(this);
     executor_ = {};
-    work_ = {};
+    if (busy_) (void)state_->work_finished(); // (under the mutex: at most the context stops)
 }
 
 } // namespace rdmacm::detail

@@ -40,6 +40,15 @@ public:
         bool closing = false;  // its shutdown began: no call into it starts
         std::size_t calls = 0; // calls into it in progress
         std::vector<context_bound*> members;
+        // Outstanding work, counted once for the context while any member is busy: one
+        // tracked executor here instead of one in each member.
+        std::size_t busy = 0;
+        boost::asio::any_io_executor work;
+
+        // Under the mutex, while alive: member `ex` (its executor) went busy, or one went
+        // idle (returns the work that lets go of, for the caller to drop outside its locks).
+        void work_started(const boost::asio::any_io_executor& ex);
+        boost::asio::any_io_executor work_finished() noexcept;
 
         // Under the mutex. O(1) both ways (each member knows its index): a context with
         // thousands of connections pays nothing per id made, moved or destroyed.
@@ -105,10 +114,7 @@ public:
     };
     handover get_for_handover(bool busy) noexcept;
 
-    void context_shutdown() noexcept override {
-        executor_ = {};
-        work_ = {};
-    }
+    void context_shutdown() noexcept override { executor_ = {}; }
     std::shared_ptr<context_user> user() const noexcept override { return user_.lock(); }
 
 private:
@@ -119,8 +125,7 @@ private:
 
     std::shared_ptr<state> state_;
     boost::asio::any_io_executor executor_;
-    boost::asio::any_io_executor work_; // executor_ with outstanding work tracked, while busy_
-    bool busy_ = false;
+    bool busy_ = false; // counted in state_->busy while the context lives
     std::weak_ptr<context_user> user_;
 };
 

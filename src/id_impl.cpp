@@ -48,12 +48,12 @@ std::shared_ptr<id_impl> id_impl::create(std::shared_ptr<channel_impl> channel, 
 }
 
 std::shared_ptr<id_impl> id_impl::make(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id) {
-    std::shared_ptr<id_impl> self(new id_impl(std::move(channel), ex, id));
+    auto self = std::make_shared<id_impl>(passkey{}, std::move(channel), ex, id);
     self->executor_.set_user(self);
     return self;
 }
 
-id_impl::id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id)
+id_impl::id_impl(passkey, std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id)
     : channel_(std::move(channel)), executor_(ex), id_(id) {
     // Events carry this pointer: it stays valid until the id is destroyed and the reader
     // has passed the routing barrier, after which no event of the id can be read.
@@ -78,7 +78,7 @@ void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
         // cancelled like any other.
         const std::uint32_t serial = ++deferred_serial_;
         install_canceller(handler, kind, serial, true);
-        deferred_.push_back({kind, std::move(handler), call, serial});
+        migration_->deferred.push_back({kind, std::move(handler), call, serial});
         update_busy();
         return;
     }
@@ -133,7 +133,7 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     }
     const std::uint32_t generation = machine_.generation(kind);
     install_canceller(handler, kind, generation, false);
-    handlers_[static_cast<std::size_t>(kind)] = std::move(handler);
+    handlers_.put(kind, std::move(handler));
     update_busy();
     // The call goes out after the handler is in place: its event cannot beat it.
     if (kind == op_kind::disconnect && machine_.pending(op_kind::establish)) {
@@ -156,11 +156,10 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
 
 void id_impl::call_returned(std::unique_lock<std::mutex>& lock, op_kind kind, std::uint32_t generation, error_code ec) {
     completion failed;
-    auto& slot = handlers_[static_cast<std::size_t>(kind)];
     // (A changed generation cannot happen: the slot was busy.)
     if (ec && machine_.generation(kind) == generation) {
         machine_.call_failed(kind);
-        if (slot.index() != 0) failed = {std::exchange(slot, {}), ec, {}, {}}; // else cancelled meanwhile
+        failed = {handlers_.take(kind), ec, {}, {}}; // none if cancelled meanwhile
     }
     after_call(lock);
     if (failed.handler.index() != 0) complete(std::move(failed));
@@ -196,17 +195,18 @@ void id_impl::release_if_idle(std::unique_lock<std::mutex>& lock) {
 void id_impl::cancel_one(op_kind kind, std::uint32_t generation, bool deferred) noexcept {
     std::unique_lock lock(mutex_);
     if (deferred) {
-        auto it = std::find_if(deferred_.begin(), deferred_.end(), [&](auto& d) { return d.serial == generation; });
-        if (it == deferred_.end()) return; // started meanwhile: its own canceller took over
+        if (!migration_) return; // started meanwhile: its own canceller took over
+        auto& waiting = migration_->deferred;
+        auto it = std::find_if(waiting.begin(), waiting.end(), [&](auto& d) { return d.serial == generation; });
+        if (it == waiting.end()) return; // likewise
         completion c{std::move(it->handler), boost::asio::error::operation_aborted, {}, {}};
-        deferred_.erase(it);
+        waiting.erase(it);
         lock.unlock();
         complete(std::move(c));
         return;
     }
-    auto& slot = handlers_[static_cast<std::size_t>(kind)];
-    if (machine_.generation(kind) != generation || slot.index() == 0 || !machine_.cancel(kind)) return;
-    completion c{std::exchange(slot, {}), boost::asio::error::operation_aborted, {}, {}};
+    if (machine_.generation(kind) != generation || !handlers_.holds(kind) || !machine_.cancel(kind)) return;
+    completion c{handlers_.take(kind), boost::asio::error::operation_aborted, {}, {}};
     lock.unlock();
     complete(std::move(c));
 }
@@ -215,12 +215,15 @@ void id_impl::cancel() noexcept {
     std::vector<completion> aborted;
     {
         std::lock_guard lock(mutex_);
-        for (auto& d : deferred_)
-            aborted.push_back({std::move(d.handler), boost::asio::error::operation_aborted, {}, {}});
-        deferred_.clear();
+        if (migration_) {
+            for (auto& d : migration_->deferred)
+                aborted.push_back({std::move(d.handler), boost::asio::error::operation_aborted, {}, {}});
+            migration_->deferred.clear();
+        }
         for (std::size_t k = 0; k < op_kind_count; ++k) {
-            if (handlers_[k].index() == 0 || !machine_.cancel(static_cast<op_kind>(k))) continue;
-            aborted.push_back({std::exchange(handlers_[k], {}), boost::asio::error::operation_aborted, {}, {}});
+            const auto kind = static_cast<op_kind>(k);
+            if (!handlers_.holds(kind) || !machine_.cancel(kind)) continue;
+            aborted.push_back({handlers_.take(kind), boost::asio::error::operation_aborted, {}, {}});
         }
     }
     complete(aborted, how::post);
@@ -359,20 +362,19 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
     {
         std::lock_guard lock(mutex_);
         if (from_reader && migration_) {
-            held_.push_back(ev); // delivered on the new executor, in order
+            migration_->held.push_back(ev); // delivered on the new executor, in order
             return;
         }
         if (machine_.closed()) return; // its destruction is under way
         auto d = machine_.on_event(ev.type());
         if (d.connection_lost) broken = data_path_;
         if (ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL) removed_device_ = id_->verbs;
-        auto& slot = handlers_[static_cast<std::size_t>(d.kind)];
         switch (d.what) {
         case id_machine::action::complete:
             machine_.completed(d.kind);
             // Filled in place (the event copied once; `done` holds no handler yet, so no
             // handler is move-assigned: Boost 1.81's move assignment recurses).
-            done.handler = std::exchange(slot, {});
+            done.handler = handlers_.take(d.kind);
             done.ec = d.result;
             done.event = ev;
             break;
@@ -383,7 +385,7 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
             auto kind = static_cast<op_kind>(k);
             if (!d.ends(kind)) continue;
             machine_.completed(kind);
-            failed.push_back({std::exchange(handlers_[k], {}), d.others_result, ev, {}});
+            failed.push_back({handlers_.take(kind), d.others_result, ev, {}});
         }
         // The id's work, if it goes idle, is let go of as `to` goes: once these are handed
         // over, even when one run inline throws.
@@ -410,7 +412,7 @@ void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_i
             rejected = std::move(conn);
         } else if (d.what == id_machine::action::complete) {
             machine_.completed(d.kind);
-            c = {std::exchange(handlers_[static_cast<std::size_t>(d.kind)], {}), {}, ev, std::move(conn)};
+            c = {handlers_.take(d.kind), {}, ev, std::move(conn)};
         } else {
             requests_.emplace_back(std::move(conn), ev);
             return;
@@ -444,8 +446,7 @@ id_impl::settle_after::~settle_after() {
 }
 
 bool id_impl::busy_now() const noexcept {
-    return (migration_ && migration_->waited) || !deferred_.empty() ||
-           std::any_of(handlers_.begin(), handlers_.end(), [](const auto& h) { return h.index() != 0; });
+    return (migration_ && (migration_->waited || !migration_->deferred.empty())) || handlers_.any();
 }
 
 void id_impl::update_busy() noexcept {
@@ -459,10 +460,12 @@ void id_impl::context_gone() noexcept {
     {
         std::lock_guard lock(mutex_);
         if (executor_.get()) return; // it moved to a live context meanwhile: they run there
-        for (auto& h : handlers_)
-            if (h.index() != 0) gone.push_back(std::exchange(h, {}));
-        for (auto& d : deferred_) gone.push_back(std::move(d.handler));
-        deferred_.clear();
+        for (std::size_t k = 0; k < op_kind_count; ++k)
+            if (auto h = handlers_.take(static_cast<op_kind>(k)); h.index() != 0) gone.push_back(std::move(h));
+        if (migration_) {
+            for (auto& d : migration_->deferred) gone.push_back(std::move(d.handler));
+            migration_->deferred.clear();
+        }
         update_busy();
     }
 }

@@ -15,6 +15,7 @@
 // under a call, and a call never holds up the destroys of other ids.
 #include "channel_impl.hpp"
 #include "context_bound.hpp"
+#include "handler_slots.hpp"
 #include "rdmacm/detail/id_machine.hpp"
 #include "rdmacm/detail/id_ops.hpp"
 #include "rdmacm/detail/op_call.hpp"
@@ -25,7 +26,6 @@
 #include <array>
 #include <chrono>
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <list>
 #include <memory>
@@ -51,6 +51,11 @@ public:
     // ("rdma_create_id") on failure.
     static std::shared_ptr<id_impl> create(std::shared_ptr<channel_impl> channel, const executor_type& ex,
                                            rdma_port_space ps);
+    // (Public for make_shared, one allocation with its count; only create() has the key.)
+    struct passkey {
+        explicit passkey() = default;
+    };
+    id_impl(passkey, std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id);
     ~id_impl();
     id_impl(const id_impl&) = delete;
     id_impl& operator=(const id_impl&) = delete;
@@ -164,7 +169,6 @@ public:
     void set_pending_request(bool pending) noexcept { pending_request_ = pending; }
 
 private:
-    id_impl(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id);
     // The constructor's, shared: told when its context shuts down.
     static std::shared_ptr<id_impl> make(std::shared_ptr<channel_impl> channel, const executor_type& ex,
                                          rdma_cm_id* id);
@@ -249,7 +253,7 @@ private:
     rdma_cm_id* id_;
     mutable std::mutex mutex_;
     id_machine machine_;
-    std::array<any_handler, op_kind_count> handlers_;
+    handler_slots handlers_;
     // (Lists: libstdc++'s deque allocates a map and a node when it is made, ~420 bytes each
     // here, on every id; these stay empty for most ids, and a deque's node held one event
     // anyway.)
@@ -260,8 +264,14 @@ private:
     // user's own librdmacm loop).
     std::atomic<bool> closed_{false};
 
-    // Migration: while `migration_` is set, events go to held_ and new operations to
-    // deferred_, both replayed in order on the new executor before anything newer.
+    // Migration: while `migration_` is set, events go to its `held` and new operations to
+    // its `deferred`, both replayed in order on the new executor before anything newer.
+    struct deferred_start {
+        op_kind kind;
+        any_handler handler;
+        op_call call;
+        std::uint32_t serial; // its canceller's
+    };
     struct migration {
         std::shared_ptr<channel_impl> target;
         executor_type target_executor;
@@ -275,31 +285,26 @@ private:
         // the id did (busy) — until the move ends. Every other step of a move is a post,
         // which holds work of its own.
         bool waited = false;
-    };
-    struct deferred_start {
-        op_kind kind;
-        any_handler handler;
-        op_call call;
-        std::uint32_t serial; // its canceller's
+        std::vector<cm_event> held{};
+        std::list<deferred_start> deferred{}; // (a list: Boost 1.81 any_completion_handler move assignment recurses)
     };
     std::unique_ptr<migration> migration_;
-    std::vector<cm_event> held_;
-    std::list<deferred_start> deferred_; // (a list: Boost 1.81 any_completion_handler move assignment recurses)
-    std::uint32_t deferred_serial_ = 0;
-    int calls_in_flight_ = 0;    // librdmacm calls on the id being made outside the lock
-    bool migrate_waits_ = false; // for the calls in flight: the last one out moves it on
-    bool destroy_submitted_ = false;
-    bool in_migrate_call_ = false;      // rdma_migrate_id is being called
-    bool in_sync_call_ = false;         // a blocking call of synchronous mode is being made
-    std::condition_variable call_done_; // in_migrate_call_ ended
-    int wake_fd_ = -1;                  // synchronous mode: close() ends a blocking next_event
-    bool listening_ = false;
-    bool busy_ = false;                // what executor_ was last told (update_busy)
-    std::size_t backlog_ = 1024;       // listening: requests kept for an accept, at most
-    bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null
-    bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()
     std::shared_ptr<data_path> data_path_;
     ibv_context* removed_device_ = nullptr; // DEVICE_REMOVAL came: released after destroy
+    std::uint32_t deferred_serial_ = 0;
+    int calls_in_flight_ = 0;      // librdmacm calls on the id being made outside the lock
+    int wake_fd_ = -1;             // synchronous mode: close() ends a blocking next_event
+    std::uint32_t backlog_ = 1024; // listening: requests kept for an accept, at most
+    // rdma_migrate_id is being called (written under the lock; a call_guard waits on it
+    // outside it).
+    std::atomic<bool> in_migrate_call_{false};
+    bool migrate_waits_ = false; // for the calls in flight: the last one out moves it on
+    bool destroy_submitted_ = false;
+    bool in_sync_call_ = false; // a blocking call of synchronous mode is being made
+    bool listening_ = false;
+    bool busy_ = false;                // what executor_ was last told (update_busy)
+    bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null
+    bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()
 };
 
 } // namespace rdmacm::detail

@@ -155,7 +155,11 @@ private:
 
 id_impl::call_guard::call_guard(id_impl& impl) : impl_(impl) {
     std::unique_lock lock(impl_.mutex_);
-    impl_.call_done_.wait(lock, [this] { return !impl_.in_migrate_call_; });
+    while (impl_.in_migrate_call_.load(std::memory_order_relaxed)) { // (written under the lock)
+        lock.unlock();
+        impl_.in_migrate_call_.wait(true);
+        lock.lock();
+    }
     if (impl_.machine_.closed()) return; // id() is null: nothing to call
     ++impl_.calls_in_flight_;
     id_ = impl_.id_;
@@ -171,7 +175,7 @@ id_impl::call_guard::~call_guard() {
 void id_impl::set_listening(int backlog) noexcept {
     std::lock_guard lock(mutex_);
     listening_ = true;
-    backlog_ = backlog > 0 ? static_cast<std::size_t>(backlog) : 1024;
+    backlog_ = backlog > 0 ? static_cast<std::uint32_t>(backlog) : 1024;
 }
 
 void id_impl::migrate(const std::shared_ptr<channel_impl>& target, const executor_type& target_ex,
@@ -232,7 +236,10 @@ bool id_impl::begin_migration(std::unique_lock<std::mutex>& lock, const std::sha
         return false;
     }
     auto current = executor_.get();
-    migration_.reset(new migration{target, target ? target_ex : current, current, std::move(handler)});
+    migration_.reset(new migration{.target = target,
+                                   .target_executor = target ? target_ex : current,
+                                   .old_executor = current,
+                                   .handler = std::move(handler)});
     if (data_path_) data_path_->begin_move();
     return true;
 }
@@ -306,7 +313,8 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
         ec = boost::asio::error::operation_aborted;
     else if (listening_) // listen() came meanwhile
         ec = errc::listener_cannot_migrate;
-    else if (!target && (!held_.empty() || !events_.empty() || !deferred_.empty() || machine_.busy()))
+    else if (!target &&
+             (!migration_->held.empty() || !events_.empty() || !migration_->deferred.empty() || machine_.busy()))
         ec = errc::event_pending;
     if (ec) {
         lock.unlock();
@@ -356,7 +364,7 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
                  .hop = std::move(hop),
                  .handler = std::move(migration_->handler)};
     release_if_idle(lock); // close() came meanwhile: the id goes now, wherever it is
-    call_done_.notify_all();
+    in_migrate_call_.notify_all();
     // (Until finish_migration, the id's events are held, wherever they are routed: what
     // follows needs no lock.)
     return next;
@@ -370,8 +378,8 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
     migrate_waits_ = false;           // (abandoned while calls were in flight)
     std::shared_ptr<data_path> ended; // whose end_move ran
     for (;;) {
-        if (!held_.empty()) { // events, in order, as the reader would have delivered them
-            auto held = std::exchange(held_, {});
+        if (!migration_->held.empty()) { // events, in order, as the reader would have delivered them
+            auto held = std::exchange(migration_->held, {});
             lock.unlock();
             std::size_t i = 0;
             try {
@@ -380,8 +388,9 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
                 // A handler run inline threw (out of run(), as Asio's do): the rest, and the
                 // end of the move, go on from a post — the id is not left moving for good.
                 lock.lock();
-                held_.insert(held_.begin(), std::make_move_iterator(held.begin() + static_cast<std::ptrdiff_t>(i) + 1),
-                             std::make_move_iterator(held.end()));
+                migration_->held.insert(migration_->held.begin(),
+                                        std::make_move_iterator(held.begin() + static_cast<std::ptrdiff_t>(i) + 1),
+                                        std::make_move_iterator(held.end()));
                 lock.unlock();
                 if (ex)
                     boost::asio::post(
@@ -391,9 +400,9 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
                 throw;
             }
             lock.lock();
-        } else if (!deferred_.empty()) { // one at a time: a cancel finds each, or its canceller
-            auto d = std::move(deferred_.front());
-            deferred_.pop_front();
+        } else if (!migration_->deferred.empty()) { // one at a time: a cancel finds each, or its canceller
+            auto d = std::move(migration_->deferred.front());
+            migration_->deferred.pop_front();
             start_now(lock, d.kind, std::move(d.handler), d.call);
             lock.lock();
         } else if (data_path_ && data_path_ != ended) { // the queue pair's completions: while still moving

@@ -39,6 +39,8 @@ struct queue_pair_options;
 namespace rdmacm::detail {
 
 class qp_impl : public id_impl::data_path, public cq_event_sink, public std::enable_shared_from_this<qp_impl> {
+    struct cq_resources;
+
 public:
     using executor_type = boost::asio::any_io_executor;
     using handler = qp_ops::handler;
@@ -46,6 +48,11 @@ public:
     // Creates the completion queue, and the queue pair on `id` (through
     // rdma_create_qp), and attaches to it; throws system_error naming the failed call.
     static std::shared_ptr<qp_impl> create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options);
+    // (Public for make_shared, one allocation with its count; only create() has the key.)
+    struct passkey {
+        explicit passkey() = default;
+    };
+    qp_impl(passkey, const executor_type& ex, std::shared_ptr<cq_resources> res, std::chrono::nanoseconds poll_for);
     ~qp_impl() override;
 
     ibv_qp* native() const noexcept { return qp_; }
@@ -106,7 +113,6 @@ private:
         bool outstanding; // work requests are outstanding
     };
 
-    qp_impl(const executor_type& ex, std::shared_ptr<cq_resources> res, std::chrono::nanoseconds poll_for);
     // The scatter/gather entries one work request may have, as the queue pair was made.
     struct buffer_limits {
         std::uint32_t send = 0, receive = 0, read = 0; // (read: also the device's max_sge_rd)

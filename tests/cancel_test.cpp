@@ -114,6 +114,26 @@ BOOST_FIXTURE_TEST_CASE(close_aborts_outstanding_operations, channel_fixture) {
     BOOST_TEST(later == make_error_code(errc::not_open));
 }
 
+// A context's run() waits while an operation waits on any id whose handlers run there, and
+// returns once the last one has completed: its outstanding work is counted once for all the
+// ids and queue pairs on it (src/context_bound.hpp), not held by each.
+BOOST_AUTO_TEST_CASE(run_waits_for_the_last_waiting_id) {
+    asio::io_context channel_ctx, ctx; // `ctx` holds no I/O object: only the ids' work
+    event_channel channel(channel_ctx);
+    cm_id a(ctx.get_executor(), channel), b(ctx.get_executor(), channel);
+    int done = 0;
+    a.async_next_event([&](error_code, cm_event) { ++done; });
+    b.async_next_event([&](error_code, cm_event) { ++done; });
+    a.cancel();
+    BOOST_TEST(ctx.run_one_for(5s) == 1U);
+    BOOST_TEST(done == 1);
+    BOOST_TEST(!ctx.stopped(), "run() would have returned while b's operation waits");
+    b.cancel();
+    BOOST_TEST(ctx.run_one_for(5s) == 1U);
+    BOOST_TEST(done == 2);
+    BOOST_TEST(ctx.stopped(), "run() would wait with no operation left");
+}
+
 BOOST_AUTO_TEST_CASE(teardown_with_events_in_flight_leaks_nothing) {
     {
         // librdmacm opens the device once per process and keeps it: do that first. Running

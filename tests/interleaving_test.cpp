@@ -234,6 +234,38 @@ BOOST_AUTO_TEST_CASE(an_operation_deferred_by_a_move_is_cancellable) {
     if (waited) BOOST_TEST((*waited == asio::error::operation_aborted), waited->message());
 }
 
+// A synchronous call on an id (create_qp here; reject, bind and listen alike) waits out
+// the id's migrate call in progress: librdmacm writes to whichever channel the id has
+// (semantics F13/F15). The wait is outside the id's lock, so its reader goes on meanwhile.
+BOOST_AUTO_TEST_CASE(a_synchronous_call_waits_out_a_migrate_call) {
+    channel_fixture f;
+    asio::io_context other_ctx;
+    event_channel other(other_ctx);
+    cm_id id(*f.channel);
+    run(f.ctx, [&]() -> asio::awaitable<void> {
+        co_await id.async_resolve_address(device_endpoint(1), 2s, asio::use_awaitable);
+        co_await id.async_resolve_route(2s, asio::use_awaitable);
+    }());
+    rdma_cm_id* raw = id.native_handle();
+    faults::gate held("rdma_migrate_id", raw);
+    std::optional<error_code> moved;
+    std::thread m([&] { id.async_migrate(other, [&](error_code ec) { moved = ec; }); });
+    BOOST_REQUIRE(held.wait_entered());
+    error_code made;
+    std::thread c([&] {
+        auto attr = rc_qp_attr();
+        id.create_qp(attr, nullptr, made);
+    });
+    BOOST_TEST(!faults::wait_calls("rdma_create_qp", raw, 1, 300ms), "a queue pair made during the migrate call");
+    held.release();
+    m.join();
+    c.join();
+    BOOST_TEST(!made, made.message());
+    BOOST_TEST(faults::calls("rdma_create_qp", raw) == 1);
+    BOOST_TEST(run_both(f.ctx, other_ctx, [&] { return moved.has_value(); }));
+    if (moved) BOOST_TEST(!*moved, moved->message());
+}
+
 // Finding 9: the channel an id moves to loses its last other owner while the move is
 // made: the id's events on it are still read.
 BOOST_AUTO_TEST_CASE(a_move_keeps_its_target_channel_reading) {
