@@ -43,21 +43,6 @@ registry& readers() {
     return *r;
 }
 
-// What a reader of `ex`'s context runs on: the io_context's own executor where `ex` shows it
-// — not `ex` itself, which may be one queue pair's strand, or a pooled connection's
-// executor that follows the connection to another shard, while the reader serves every
-// queue pair on its context. (Any other executor: itself.)
-completion_reader::executor_type context_executor(const completion_reader::executor_type& ex) {
-    using io_executor = boost::asio::io_context::executor_type;
-    if (const auto* e = ex.target<io_executor>()) return *e;
-    if (const auto* s = ex.target<boost::asio::strand<io_executor>>()) return s->get_inner_executor();
-    if (const auto* s = ex.target<boost::asio::strand<follow_executor>>())
-        return boost::asio::query(s->get_inner_executor(), boost::asio::execution::context).get_executor();
-    if (const auto* s = ex.target<boost::asio::strand<completion_reader::executor_type>>())
-        return context_executor(s->get_inner_executor());
-    return ex;
-}
-
 } // namespace
 
 std::shared_ptr<completion_channel> completion_channel::create(ibv_context* verbs) {

@@ -1,10 +1,13 @@
 #include "context_bound.hpp"
 
+#include "rdmacm/detail/follow_executor.hpp"
+
 #include <boost/asio/detail/reactive_descriptor_service.hpp>
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/query.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <utility>
 
@@ -57,8 +60,25 @@ std::shared_ptr<context_bound::state> context_bound::state_of(const boost::asio:
     return boost::asio::use_service<context_service>(boost::asio::query(ex, boost::asio::execution::context)).state();
 }
 
+boost::asio::any_io_executor context_executor(const boost::asio::any_io_executor& ex) {
+    using io_executor = boost::asio::io_context::executor_type;
+    if (const auto* e = ex.target<io_executor>()) return *e;
+    if (const auto* s = ex.target<boost::asio::strand<io_executor>>()) return s->get_inner_executor();
+    if (const auto* s = ex.target<boost::asio::strand<follow_executor>>())
+        return boost::asio::query(s->get_inner_executor(), boost::asio::execution::context).get_executor();
+    if (const auto* s = ex.target<boost::asio::strand<boost::asio::any_io_executor>>())
+        return context_executor(s->get_inner_executor());
+    return ex;
+}
+
 void context_bound::state::work_started(const boost::asio::any_io_executor& ex) {
-    if (busy++ == 0) work = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
+    ++busy;
+    // The first busy member's executor, unless that one cannot track work (a user's that
+    // ignores outstanding_work.tracked): then the next one's. (One member's executor that
+    // cannot must not leave the context without the work of the others.)
+    using boost::asio::execution::outstanding_work;
+    if (work && boost::asio::query(work, outstanding_work) == outstanding_work.tracked) return;
+    work = boost::asio::prefer(context_executor(ex), outstanding_work.tracked);
 }
 
 boost::asio::any_io_executor context_bound::state::work_finished() noexcept {
@@ -90,7 +110,7 @@ bound_executor::handover bound_executor::get_for_handover(bool busy) noexcept {
 boost::asio::any_io_executor bound_executor::switch_work(bool busy) noexcept {
     if (busy == busy_) return {};
     busy_ = busy;
-    if (!state_->alive) return {};
+    if (!state_->alive || !is_member()) return {}; // counted when bound again
     if (!busy) return state_->work_finished();
     state_->work_started(executor_);
     return {};
@@ -125,9 +145,9 @@ boost::asio::any_io_executor bound_executor::bind(const boost::asio::any_io_exec
 void bound_executor::unbind() noexcept {
     std::lock_guard lock(state_->mutex);
     if (!state_->alive) return; // its shutdown took the executor already
-    state_->remove(this);
+    // (Once: a set() whose bind() threw leaves this bound to a state it left.)
+    if (state_->remove(this) && busy_) (void)state_->work_finished(); // (under the mutex: at most the context stops)
     executor_ = {};
-    if (busy_) (void)state_->work_finished(); // (under the mutex: at most the context stops)
 }
 
 } // namespace rdmacm::detail

@@ -14,6 +14,12 @@
 
 namespace rdmacm::detail {
 
+// The io_context's own executor under `ex` where `ex` shows it: `ex` itself, a strand of it,
+// or a pooled connection's strand over an executor that follows the connection to another
+// shard (and ignores outstanding_work.tracked). Any other executor: `ex` itself. What
+// serves a whole context runs on, and keeps it running by: not one object's executor.
+boost::asio::any_io_executor context_executor(const boost::asio::any_io_executor& ex);
+
 // An object holding handlers whose context may shut down first (an id, a queue pair): told
 // so after the shutdown, it lets go of them, as Asio's services destroy the operations of
 // their I/O objects — a handler holding its object (a coroutine frame suspended on it) is
@@ -41,7 +47,8 @@ public:
         std::size_t calls = 0; // calls into it in progress
         std::vector<context_bound*> members;
         // Outstanding work, counted once for the context while any member is busy: one
-        // tracked executor here instead of one in each member.
+        // tracked executor here (of context_executor(), the first busy member's that can
+        // track work) instead of one in each member.
         std::size_t busy = 0;
         boost::asio::any_io_executor work;
 
@@ -56,13 +63,14 @@ public:
             members.push_back(m);
             m->member_index_ = members.size() - 1;
         }
-        void remove(context_bound* m) noexcept { // a no-op if `m` is not a member
+        bool remove(context_bound* m) noexcept { // false (a no-op) if `m` is not a member
             const std::size_t i = m->member_index_;
-            if (i >= members.size() || members[i] != m) return;
+            if (i >= members.size() || members[i] != m) return false;
             members[i] = members.back();
             members[i]->member_index_ = i;
             members.pop_back();
             m->member_index_ = not_a_member;
+            return true;
         }
     };
     // The state of the context `ex` runs on (its service made on first use).
@@ -79,6 +87,8 @@ public:
 
 protected:
     ~context_bound() = default;
+    // Under the state's mutex: whether this is one of its members now.
+    bool is_member() const noexcept { return member_index_ != not_a_member; }
 
 private:
     static constexpr std::size_t not_a_member = static_cast<std::size_t>(-1);

@@ -286,7 +286,9 @@ void id_impl::end_migration(error_code ec, how mode) {
     std::optional<void_handler> handler; // (emplaced: 1.81's move assignment recurses)
     {
         std::unique_lock lock(mutex_);
-        if (migration_->settled) return; // by close(), which ends it
+        // By close(), which ends it; or ended already (close() abandoned it while the old
+        // reader, ready meanwhile, found the id closed and ended it).
+        if (!migration_ || migration_->settled) return;
         migration_->settled = true;
         target = migration_->target;
         handler.emplace(std::move(migration_->handler));

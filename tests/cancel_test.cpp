@@ -11,6 +11,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 using namespace rdmacm;
@@ -132,6 +133,48 @@ BOOST_AUTO_TEST_CASE(run_waits_for_the_last_waiting_id) {
     BOOST_TEST(ctx.run_one_for(5s) == 1U);
     BOOST_TEST(done == 2);
     BOOST_TEST(ctx.stopped(), "run() would wait with no operation left");
+}
+
+namespace {
+
+// An executor of an io_context that cannot track work (prefer(outstanding_work.tracked)
+// leaves it as it is), as a user's may be.
+class untracked_executor {
+public:
+    explicit untracked_executor(asio::io_context& ctx) noexcept : ctx_(&ctx) {}
+    asio::io_context& query(asio::execution::context_t) const noexcept { return *ctx_; }
+    static constexpr asio::execution::blocking_t query(asio::execution::blocking_t) noexcept {
+        return asio::execution::blocking.never;
+    }
+    untracked_executor require(asio::execution::blocking_t::never_t) const noexcept { return *this; }
+    template <typename F>
+    void execute(F f) const {
+        asio::post(ctx_->get_executor(), std::move(f));
+    }
+    bool operator==(const untracked_executor&) const noexcept = default;
+
+private:
+    asio::io_context* ctx_;
+};
+
+} // namespace
+
+// The context's work is kept by a member that can keep it: an id on an executor that
+// cannot track work, waiting first, does not leave the other ids' operations without it.
+BOOST_AUTO_TEST_CASE(an_executor_that_cannot_track_work_leaves_the_others_theirs) {
+    asio::io_context channel_ctx, ctx;
+    event_channel channel(channel_ctx);
+    cm_id a(asio::any_io_executor(untracked_executor(ctx)), channel), b(ctx.get_executor(), channel);
+    int done = 0;
+    a.async_next_event([&](error_code, cm_event) { ++done; });
+    b.async_next_event([&](error_code, cm_event) { ++done; });
+    ctx.run_for(50ms);
+    BOOST_TEST(!ctx.stopped(), "run() returned while b's operation waits");
+    a.cancel();
+    b.cancel();
+    ctx.restart();
+    BOOST_TEST(run_until(
+        ctx, [&] { return done == 2; }, 5s));
 }
 
 BOOST_AUTO_TEST_CASE(teardown_with_events_in_flight_leaks_nothing) {
