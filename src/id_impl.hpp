@@ -23,7 +23,6 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 
-#include <array>
 #include <chrono>
 #include <atomic>
 #include <functional>
