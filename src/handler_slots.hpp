@@ -30,10 +30,9 @@ public:
     bool holds(op_kind k) const noexcept {
         return visit(*this, k, [](auto& slot) { return slot != nullptr; });
     }
-    bool any() const noexcept {
-        for (std::size_t k = 0; k < op_kind_count; ++k)
-            if (holds(static_cast<op_kind>(k))) return true;
-        return false;
+    bool any() const noexcept { // (every slot at once: asked on every event and start)
+        return !(resolve_address_ == nullptr && resolve_route_ == nullptr && disconnect_ == nullptr &&
+                 establish_ == nullptr && next_event_ == nullptr && request_ == nullptr);
     }
     // Into an empty slot: `h` holds the kind's handler type (its start() is typed so).
     void put(op_kind k, any_handler h) noexcept {

@@ -48,12 +48,12 @@ std::shared_ptr<id_impl> id_impl::create(std::shared_ptr<channel_impl> channel, 
 }
 
 std::shared_ptr<id_impl> id_impl::make(std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id) {
-    auto self = std::make_shared<id_impl>(passkey{}, std::move(channel), ex, id);
+    auto self = std::make_shared<id_impl>(passkey<id_impl>{}, std::move(channel), ex, id);
     self->executor_.set_user(self);
     return self;
 }
 
-id_impl::id_impl(passkey, std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id)
+id_impl::id_impl(passkey<id_impl>, std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id)
     : channel_(std::move(channel)), executor_(ex), id_(id) {
     // Events carry this pointer: it stays valid until the id is destroyed and the reader
     // has passed the routing barrier, after which no event of the id can be read.

@@ -16,6 +16,7 @@
 #include "channel_impl.hpp"
 #include "context_bound.hpp"
 #include "handler_slots.hpp"
+#include "passkey.hpp"
 #include "rdmacm/detail/id_machine.hpp"
 #include "rdmacm/detail/id_ops.hpp"
 #include "rdmacm/detail/op_call.hpp"
@@ -50,11 +51,7 @@ public:
     // ("rdma_create_id") on failure.
     static std::shared_ptr<id_impl> create(std::shared_ptr<channel_impl> channel, const executor_type& ex,
                                            rdma_port_space ps);
-    // (Public for make_shared, one allocation with its count; only create() has the key.)
-    struct passkey {
-        explicit passkey() = default;
-    };
-    id_impl(passkey, std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id);
+    id_impl(passkey<id_impl>, std::shared_ptr<channel_impl> channel, const executor_type& ex, rdma_cm_id* id);
     ~id_impl();
     id_impl(const id_impl&) = delete;
     id_impl& operator=(const id_impl&) = delete;

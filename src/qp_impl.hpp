@@ -16,6 +16,7 @@
 // queue and sleeps only when it has been idle long enough or nothing is outstanding.
 #include "completion_channel.hpp"
 #include "id_impl.hpp"
+#include "passkey.hpp"
 #include "rdmacm/detail/qp_ops.hpp"
 #include "work_request_table.hpp"
 
@@ -48,11 +49,8 @@ public:
     // Creates the completion queue, and the queue pair on `id` (through
     // rdma_create_qp), and attaches to it; throws system_error naming the failed call.
     static std::shared_ptr<qp_impl> create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options);
-    // (Public for make_shared, one allocation with its count; only create() has the key.)
-    struct passkey {
-        explicit passkey() = default;
-    };
-    qp_impl(passkey, const executor_type& ex, std::shared_ptr<cq_resources> res, std::chrono::nanoseconds poll_for);
+    qp_impl(passkey<qp_impl>, const executor_type& ex, std::shared_ptr<cq_resources> res,
+            std::chrono::nanoseconds poll_for);
     ~qp_impl() override;
 
     ibv_qp* native() const noexcept { return qp_; }

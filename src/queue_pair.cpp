@@ -98,7 +98,7 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_query_device", e));
     if (rdma_create_qp(cm, options.pd, &attr) != 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
-    auto self = std::make_shared<qp_impl>(passkey{}, ex, std::move(res), options.poll_for);
+    auto self = std::make_shared<qp_impl>(passkey<qp_impl>{}, ex, std::move(res), options.poll_for);
     self->qp_ = cm->qp;
     // What it was made with (at least what was asked for), within what one operation takes.
     const auto limit = [](std::uint32_t n) { return std::min<std::uint32_t>(n, max_buffers_per_operation); };
@@ -115,7 +115,8 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     return self;
 }
 
-qp_impl::qp_impl(passkey, const executor_type& ex, std::shared_ptr<cq_resources> res, std::chrono::nanoseconds poll_for)
+qp_impl::qp_impl(passkey<qp_impl>, const executor_type& ex, std::shared_ptr<cq_resources> res,
+                 std::chrono::nanoseconds poll_for)
     : resources_(std::move(res)), poll_for_(poll_for), executor_(ex) {}
 
 qp_impl::~qp_impl() = default;
