@@ -14,6 +14,7 @@
 
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,21 +36,26 @@ public:
     class phase {
     public:
         explicit phase(std::string name) : name_(std::move(name)) {}
+        // (The CPU clock is read outside the counted stretch: its call is not counted.)
         void begin() {
+            cpu_at_ = cpu_us();
             syscalls_at_ = counter().read();
             CALLGRIND_DUMP_STATS_AT("between phases");
         }
         void end(std::uint64_t ops) {
             CALLGRIND_DUMP_STATS_AT(name_.c_str());
             syscalls_ += counter().read() - syscalls_at_ - 1; // (that read itself)
+            cpu_ += cpu_us() - cpu_at_;
             ops_ += ops;
         }
-        // "costs NAME: N ops, S syscalls/op" (what bench/costs.sh reads, with the dumps).
+        // "costs NAME: N ops, S syscalls/op, C cpu_us/op" (what bench/costs.sh reads, with
+        // the dumps). The CPU time is a time: it moves with the host's load, as the others
+        // do not.
         void print() const {
+            const double ops = ops_ ? static_cast<double>(ops_) : 1.0;
             if (counter().error().empty())
-                std::printf("costs %s: %llu ops, %.2f syscalls/op\n", name_.c_str(),
-                            static_cast<unsigned long long>(ops_),
-                            ops_ ? static_cast<double>(syscalls_) / static_cast<double>(ops_) : 0.0);
+                std::printf("costs %s: %llu ops, %.2f syscalls/op, %.2f cpu_us/op\n", name_.c_str(),
+                            static_cast<unsigned long long>(ops_), static_cast<double>(syscalls_) / ops, cpu_ / ops);
             else
                 std::printf("costs %s: %llu ops, syscalls not counted (%s)\n", name_.c_str(),
                             static_cast<unsigned long long>(ops_), counter().error().c_str());
@@ -58,7 +64,16 @@ public:
     private:
         std::string name_;
         std::uint64_t syscalls_at_ = 0, syscalls_ = 0, ops_ = 0;
+        double cpu_at_ = 0, cpu_ = 0;
     };
+
+    // The CPU time of every thread of this process so far (user and system), in µs.
+    static double cpu_us() {
+        rusage u{};
+        ::getrusage(RUSAGE_SELF, &u);
+        auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
+        return us(u.ru_utime) + us(u.ru_stime);
+    }
 
     // Every system call of this process from now on, of the threads and processes it makes
     // afterwards included (inherited: an exited child's count is added to the parent's).

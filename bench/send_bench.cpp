@@ -28,6 +28,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -41,7 +43,8 @@ namespace {
 
 enum : unsigned char { ping = 'P', data = 'D' };
 
-bench::costs::phase round_trip_cost("round_trip"), streamed_cost("streamed");
+// Named after the mode (main): each mode's costs are rows of their own.
+std::optional<bench::costs::phase> round_trip_cost, streamed_cost;
 
 struct settings {
     int iterations;
@@ -124,10 +127,10 @@ awaitable<result> client(rdmacm::endpoint server, settings s) {
         e.send();
     };
     e.out()[0] = std::byte{ping};
-    round_trip_cost.begin();
+    round_trip_cost->begin();
     e.send();
     co_await done.async_wait(asio::as_tuple(use_awaitable));
-    round_trip_cost.end(static_cast<std::uint64_t>(s.iterations));
+    round_trip_cost->end(static_cast<std::uint64_t>(s.iterations));
     std::sort(half_rtt.begin(), half_rtt.end());
 
     // Message rate: as many in flight as the server has receives posted.
@@ -146,10 +149,10 @@ awaitable<result> client(rdmacm::endpoint server, settings s) {
         pump();
     };
     start = clock_type::now();
-    streamed_cost.begin();
+    streamed_cost->begin();
     pump();
     co_await done.async_wait(asio::as_tuple(use_awaitable));
-    streamed_cost.end(total);
+    streamed_cost->end(total);
     double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
     co_await id.async_disconnect(use_awaitable);
     co_return result{half_rtt[half_rtt.size() / 2], half_rtt[half_rtt.size() * 99 / 100],
@@ -172,6 +175,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     const auto address = asio::ip::make_address(argv[1]);
+    const std::string suffix = mode == "busy" ? "_polled" : "";
+    round_trip_cost.emplace("round_trip" + suffix);
+    streamed_cost.emplace("streamed" + suffix);
     bench::costs::start(); // before the server's thread
     asio::io_context server_ctx, client_ctx;
     try {
@@ -193,8 +199,8 @@ int main(int argc, char** argv) {
         }
         auto r = measured.get();
         std::printf("latency_us %.2f %.2f msg_rate_mps %.4f\n", r.p50_us, r.p99_us, r.rate / 1e6);
-        round_trip_cost.print();
-        streamed_cost.print();
+        round_trip_cost->print();
+        streamed_cost->print();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "send_bench: %s\n", e.what());
         return 1;

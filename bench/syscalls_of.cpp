@@ -1,10 +1,12 @@
 // syscalls_of COMMAND [ARGS...]: runs COMMAND and prints "syscalls N" on stderr: the system
 // calls it made, with every thread and process it made (counted by the kernel as
-// bench/costs.hpp counts ours), so that a tool of rdma-core's (perftest, cmtime) is
-// measured the way our benchmarks measure themselves. Exits with COMMAND's status; a TERM
+// bench/costs.hpp counts ours), then "cpu_us N": its CPU time (user and system), so that
+// a tool of rdma-core's (perftest, cmtime) is measured the way our benchmarks measure
+// themselves. Exits with COMMAND's status; a TERM
 // or INT it gets goes on to COMMAND (a server stopped so), and the count is printed after.
 #include "costs.hpp"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,11 +54,15 @@ int main(int argc, char** argv) {
     child_pid = child;
     ::sigprocmask(SIG_SETMASK, &before, nullptr);
     int status = 0;
+    rusage used{};
     pid_t waited;
-    while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {}
+    while ((waited = ::wait4(child, &status, 0, &used)) < 0 && errno == EINTR) {}
     if (waited != child) return 2;
     // The child's count joined ours when it exited; ours since the fork is a handful
-    // (fork, waitpid, this read), left in: a constant per run, gone from differences of runs.
+    // (fork, wait4, this read), left in: a constant per run, gone from differences of runs.
     std::fprintf(stderr, "syscalls %llu\n", static_cast<unsigned long long>(counter.read()));
+    // Its CPU time, every thread's, user and system: a time (it moves with the host's load).
+    auto us = [](const timeval& t) { return static_cast<long long>(t.tv_sec) * 1000000 + t.tv_usec; };
+    std::fprintf(stderr, "cpu_us %lld\n", us(used.ru_utime) + us(used.ru_stime));
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
