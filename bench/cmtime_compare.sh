@@ -33,34 +33,50 @@ fail() {
     exit 1
 }
 
-# one_run SERVER RUN [N]: cmtime's client against SERVER (cmtime, or ours0/ours1/ours2: no
-# pool, 1 or 2 shards) on a port of its own, CONNECTIONS connections; the client's output is
-# left in $work/client. With N: N connections, and the server's system calls counted (in
-# $syscalls; bench/syscalls_of passes our TERM on).
+# one_run SERVER RUN [N COUNT]: cmtime's client against SERVER (cmtime, or ours0/ours1/ours2:
+# no pool, 1 or 2 shards) on a port of its own, CONNECTIONS connections; the client's output
+# is left in $work/client. With N: N connections, and the server's system calls counted (COUNT
+# syscalls: in $syscalls; bench/syscalls_of passes our TERM on) or its user-space
+# instructions, every thread's (COUNT instructions: in $instructions; callgrind, its own
+# messages kept out of the server's output, which is checked).
 one_run() {
-    local server=$1 run=$2 n=${3:-$connections} client_status=0 server_status=0 unexpected established count=()
-    [ $# = 3 ] && count=("$build/bench/syscalls_of")
+    local server=$1 run=$2 n=${3:-$connections} client_status=0 server_status=0 unexpected established
+    local count=() start=0.5
+    case ${4:-} in
+        syscalls) count=("$build/bench/syscalls_of") ;;
+        instructions)
+            rm -f "$work"/cg.*
+            count=(valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" --log-file="$work/valgrind")
+            start=10 # (valgrind's start)
+            ;;
+    esac
     port=$((port + 1))
     # Bounded: past the client's 300 s a server is stuck (the status says 124).
     case $server in
         # Line-buffered: it is killed, and what it printed must not die in its buffer.
-        cmtime) timeout 330 "${count[@]}" stdbuf -oL cmtime -b "$addr" -p "$port" >"$work/server" 2>&1 & ;;
+        cmtime) timeout 330 stdbuf -oL "${count[@]}" cmtime -b "$addr" -p "$port" >"$work/server" 2>&1 & ;;
         ours*) timeout 330 "${count[@]}" "$build/bench/sharded_accept_server" "$addr" "$port" "${server#ours}" \
             >"$work/server" 2>&1 & ;;
     esac
     server_pid=$!
-    sleep 0.5
+    sleep $start
     timeout 300 cmtime -s "$addr" -p "$port" -c "$n" >"$work/client" 2>&1 || client_status=$?
     # timeout(1) passes the TERM on; ours then ends its connections and exits. A server that
     # is gone already is not an error here: its status, next, says how it ended.
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" || server_status=$?
     server_pid=
-    if [ ${#count[@]} != 0 ]; then
-        syscalls=$(sed -n 's/^syscalls \([0-9][0-9]*\)$/\1/p' "$work/server")
-        [ -n "$syscalls" ] || fail "$run, server $server: no system call count"
-        sed -i '/^syscalls [0-9][0-9]*$/d' "$work/server"
-    fi
+    case ${4:-} in
+        syscalls)
+            syscalls=$(sed -n 's/^syscalls \([0-9][0-9]*\)$/\1/p' "$work/server")
+            [ -n "$syscalls" ] || fail "$run, server $server: no system call count"
+            sed -i '/^syscalls [0-9][0-9]*$/d; /^cpu_us [0-9][0-9]*$/d' "$work/server"
+            ;;
+        instructions)
+            instructions=$(cat "$work"/cg.* 2>/dev/null | awk '/^summary: / { n += $2 } END { print n + 0 }')
+            [ "$instructions" -gt 0 ] || fail "$run, server $server: no instruction count ($(cat "$work/valgrind"))"
+            ;;
+    esac
     [ "$client_status" = 0 ] ||
         fail "$run, server $server: the cmtime client exited with status $client_status (124: it ran out of its 300 s)"
     # Any line but the progress lines, the table's head and its rows is a failure report.
@@ -110,20 +126,31 @@ for step in "${steps[@]}"; do
 done
 echo "  (ratio: ours / cmtime's server, below 1 is faster; goal for connect: <= 1.05 on 1 shard, < 1 on 2)"
 
-# Deterministic costs: each server's system calls per connection (connected, then
-# disconnected by the client), as the difference of a run of CONNECTIONS and one of half
-# as many — setup and teardown drop out.
-declare -A calls
+# Deterministic costs: each server's system calls and user-space instructions per connection
+# (connected, then disconnected by the client), as the difference of a run of N connections
+# and one of half as many — setup and teardown drop out: system calls over CONNECTIONS,
+# instructions over 20 (callgrind runs the server ~50x slower: the client's connects must
+# not time out waiting for it).
+declare -A costs
 half=$((connections / 2))
 for server in cmtime ours0 ours1 ours2; do
     for n in $half $connections; do
-        one_run "$server" "system call count, $n connections" "$n"
-        calls[$server/$n]=$syscalls
+        one_run "$server" "system call count, $n connections" "$n" syscalls
+        costs[$server/syscalls/$n]=$syscalls
+    done
+    for n in 10 20; do
+        one_run "$server" "instruction count, $n connections" "$n" instructions
+        costs[$server/instructions/$n]=$instructions
     done
 done
-per() { awk -v a="${calls[$1/$half]}" -v b="${calls[$1/$connections]}" -v n=$((connections - half)) \
-    'BEGIN { printf "%.1f", (b - a) / n }'; }
+# per SERVER WHAT SMALL LARGE FORMAT
+per() { awk -v a="${costs[$1/$2/$3]}" -v b="${costs[$1/$2/$4]}" -v n=$(($4 - $3)) -v f="$5" \
+    'BEGIN { printf f, (b - a) / n }'; }
 printf '  %-14s %8s %8s %8s %8s   (the server'"'"'s, per connection: %s minus %s connections)\n' syscalls \
-    "$(per cmtime)" "$(per ours0)" "$(per ours1)" "$(per ours2)" "$connections" "$half"
+    "$(per cmtime syscalls $half $connections %.1f)" "$(per ours0 syscalls $half $connections %.1f)" \
+    "$(per ours1 syscalls $half $connections %.1f)" "$(per ours2 syscalls $half $connections %.1f)" "$connections" "$half"
+printf '  %-14s %8s %8s %8s %8s   (the server'"'"'s, every thread'"'"'s, per connection: 20 minus 10 connections)\n' \
+    instructions "$(per cmtime instructions 10 20 %.0f)" "$(per ours0 instructions 10 20 %.0f)" \
+    "$(per ours1 instructions 10 20 %.0f)" "$(per ours2 instructions 10 20 %.0f)"
 echo "  (disconnect: cmtime's server destroys each QP and id on its disconnect thread before taking"
 echo "   the next disconnect; ours destroys them off that path, so that row compares different work)"
