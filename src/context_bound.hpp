@@ -51,6 +51,9 @@ public:
         // track work) instead of one in each member.
         std::size_t busy = 0;
         boost::asio::any_io_executor work;
+        // Whether `work` tracks: asked once when it is made, not at each member going busy
+        // (Boost 1.81's any_io_executor answers a query for outstanding_work by allocating).
+        bool work_tracked = false;
 
         // Under the mutex, while alive: member `ex` (its executor) went busy, or one went
         // idle (returns the work that lets go of, for the caller to drop outside its locks).
