@@ -2,8 +2,8 @@
 // calls it made, with every thread and process it made (counted by the kernel as
 // bench/costs.hpp counts ours), then "cpu_us N": its CPU time (user and system), so that
 // a tool of rdma-core's (perftest, cmtime) is measured the way our benchmarks measure
-// themselves. Exits with COMMAND's status; a TERM
-// or INT it gets goes on to COMMAND (a server stopped so), and the count is printed after.
+// themselves. Exits with COMMAND's status; a TERM or INT it gets goes on to COMMAND (a
+// server stopped so), and the counts are printed after.
 #include "costs.hpp"
 
 #include <sys/resource.h>
