@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <iostream>
 #include <future>
 
 using namespace rdmacm;
@@ -56,7 +58,8 @@ std::future<std::size_t> send_one(queue_pair& from, queue_pair& to, std::byte va
 }
 
 // Closes one end of a connection on the thread that runs `ctx` (its queue pair's and id's),
-// and waits for it.
+// and waits for it — at most a minute: a close that never runs (a stuck context) or never
+// returns ends the test binary, named, since the close still queued refers to this frame.
 void close_on(asio::io_context& ctx, std::optional<queue_pair>& qp, std::optional<cm_id>& id) {
     std::promise<void> closed;
     asio::post(ctx, [&] {
@@ -64,7 +67,9 @@ void close_on(asio::io_context& ctx, std::optional<queue_pair>& qp, std::optiona
         id.reset();
         closed.set_value();
     });
-    closed.get_future().wait();
+    if (closed.get_future().wait_for(60s) == std::future_status::ready) return;
+    std::cerr << "close_on: the close did not end within 60 s on its context's thread" << std::endl;
+    std::abort();
 }
 
 } // namespace
