@@ -4,8 +4,9 @@
 # benchmarks count theirs (bench/syscalls_of), and beside them its CPU time (a time, not a
 # count: it moves with the load), to set beside our send_bench's (bench/costs.sh, both sides
 # in one process): per round trip of ib_send_lat and per message of ib_send_bw, each
-# sleeping on completion events (-e) and busy-polling (its default). Each is the difference of a long and a short run over the iterations between,
-# so connection setup and teardown drop out (they repeat to the call). Not its instructions:
+# sleeping on completion events (-e) and busy-polling (its default). Each is the difference
+# of a long and a short run over the iterations between, so connection setup and teardown
+# drop out (they repeat to the call). Not its instructions:
 # under callgrind perftest's setup spins on gettimeofday for as long as the connection
 # takes, a run's count moving by ~1.5 million — over 2,000 round trips, ±15 % of one; and a
 # busy-polling loop's instructions are the time it waits, not a cost of the operation. As
@@ -43,7 +44,7 @@ count() {
     echo $total $cpu
 }
 
-# per_op WHAT SHORT LONG TOOL [FLAGS...]: prints TOOL's system calls per operation.
+# per_op WHAT SHORT LONG TOOL [FLAGS...]: prints TOOL's system calls and CPU time per operation.
 per_op() {
     local what=$1 short=$2 long=$3 a b
     shift 3

@@ -45,7 +45,6 @@ private:
             }
             state_->members.clear();
             state_->work = {};
-            state_->work_tracked = false;
         }
         // Their handlers go now, while the context still works (a coroutine frame's
         // destruction may post, close ids, ...): no lock of ours is held.
@@ -78,15 +77,13 @@ void context_bound::state::work_started(const boost::asio::any_io_executor& ex) 
     // ignores outstanding_work.tracked): then the next one's. (One member's executor that
     // cannot must not leave the context without the work of the others.)
     using boost::asio::execution::outstanding_work;
-    if (work_tracked) return;
-    work = boost::asio::prefer(context_executor(ex), outstanding_work.tracked);
-    work_tracked = boost::asio::query(work, outstanding_work) == outstanding_work.tracked;
+    if (work) return;
+    auto tracked = boost::asio::prefer(context_executor(ex), outstanding_work.tracked);
+    if (boost::asio::query(tracked, outstanding_work) == outstanding_work.tracked) work = std::move(tracked);
 }
 
 boost::asio::any_io_executor context_bound::state::work_finished() noexcept {
-    if (--busy != 0) return {};
-    work_tracked = false;
-    return std::exchange(work, {});
+    return --busy == 0 ? std::exchange(work, {}) : boost::asio::any_io_executor{};
 }
 
 boost::asio::any_io_executor bound_executor::get() const noexcept {

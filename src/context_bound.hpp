@@ -48,12 +48,11 @@ public:
         std::vector<context_bound*> members;
         // Outstanding work, counted once for the context while any member is busy: one
         // tracked executor here (of context_executor(), the first busy member's that can
-        // track work) instead of one in each member.
+        // track work) instead of one in each member. Held only when it does track: asked
+        // once, when it is made (Boost 1.81's any_io_executor answers a query for
+        // outstanding_work by allocating).
         std::size_t busy = 0;
         boost::asio::any_io_executor work;
-        // Whether `work` tracks: asked once when it is made, not at each member going busy
-        // (Boost 1.81's any_io_executor answers a query for outstanding_work by allocating).
-        bool work_tracked = false;
 
         // Under the mutex, while alive: member `ex` (its executor) went busy, or one went
         // idle (returns the work that lets go of, for the caller to drop outside its locks).

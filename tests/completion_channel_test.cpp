@@ -17,8 +17,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <iostream>
 #include <future>
+#include <iostream>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
