@@ -188,9 +188,10 @@ void completion_reader::stop_unless_seated() {
 // Reads as many events as the channel may hold now — one per CQ armed and not answered
 // yet — so that the usual wake-up, one queue pair's one event, makes no read that finds
 // nothing. Fewer are there when another context's reader of the channel took one, or a CQ
-// is quiet: EAGAIN ends it then. The wait was re-armed before this pass, so an event that
-// comes meanwhile (a CQ armed again by a pass run here) brings a pass of its own; and the
-// channel's queue is in order, so the events counted here are read before any such one.
+// is quiet: EAGAIN ends it then. The wait is armed after this pass and looks at the fd as
+// it is armed, so an event that comes meanwhile (a CQ armed again by a pass run here)
+// brings a pass of its own; and the channel's queue is in order, so the events counted here
+// are read before any such one.
 void completion_reader::on_readable() {
     for (int pending = channel_->armed.load(); pending > 0; --pending) {
         ibv_cq* cq = nullptr;

@@ -34,22 +34,20 @@ void fd_reader::start() {
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
     // Posted: never inside the caller, who may hold locks the reader takes.
-    run_on_reader([self = shared_from_this()] {
-        self->wait();
-        self->read();
-    });
+    run_on_reader([self = shared_from_this()] { self->read(then_wait); });
 }
 
-void fd_reader::read() {
+void fd_reader::read(bool arm) {
     try {
         on_readable();
     } catch (...) {
-        // A handler run inline threw: out of run(), as Asio's own do. The wait is armed
-        // already; what the reader had not read yet (no new edge will announce it) is read
-        // by another pass.
-        run_on_reader([self = shared_from_this()] { self->read(); });
+        // A handler run inline threw: out of run(), as Asio's own do. What the reader had
+        // not read yet (no new edge will announce it) is read by another pass, which arms
+        // the wait if this one was to.
+        run_on_reader([self = shared_from_this(), arm] { self->read(arm); });
         throw;
     }
+    if (arm) wait();
 }
 
 fd_reader::~fd_reader() { detach(); }
@@ -92,11 +90,7 @@ void fd_reader::wait() {
     descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
                             [self = shared_from_this()](boost::system::error_code ec) {
                                 if (ec || self->stopped_) return; // released: going away
-                                // Armed again before reading: nothing run inline while
-                                // reading (a handler that throws) can leave the fd unwatched.
-                                // A readiness edge meanwhile only brings an extra pass.
-                                self->wait();
-                                self->read();
+                                self->read(then_wait);
                             });
 }
 

@@ -75,9 +75,15 @@ protected:
     void detach() noexcept;
     bool stopped() const noexcept { return stopped_; } // on the strand
 
-    // on_readable(), on the strand; when it throws, the reader reads on (another pass is
-    // posted) and the exception goes on to run().
-    void read();
+    // on_readable(), on the strand, then, if `arm`, the wait for the next readiness; when
+    // it throws, the reader reads on (another pass is posted) and the exception goes on to
+    // run(). A pass out of turn (a kick) does not arm: the wait is armed already.
+    // The wait is armed after the pass, not before it: arming is a system call (Asio
+    // re-registers the fd, EPOLL_CTL_MOD, for a wait that never reads speculatively) that
+    // would otherwise come before every handler the pass runs — the reply a handler sends.
+    // After it, nothing is missed: EPOLL_CTL_MOD polls the fd, so readiness that came
+    // during the pass wakes the next one.
+    void read(bool arm = false);
 
 private:
     // A post to the strand, made outside the state's mutex: the strand runs on the user's
@@ -110,6 +116,7 @@ private:
         return std::optional<context_call>(std::in_place, *context_, *strand_);
     }
 
+    static constexpr bool then_wait = true;
     void wait();
     // A strand of `ex`: of the io_context's own executor when that is what `ex` holds, so
     // that a wake-up goes through one type-erased executor, not two (a strand of an

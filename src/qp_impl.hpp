@@ -101,9 +101,8 @@ private:
 
     // What a pass over the completion queue does besides polling it to empty.
     enum class pass : std::uint8_t {
-        woken, // after the CQ's event (or asked for): re-arms the queue (and polls again) unless polling
-        spin,  // only polls (polling mode)
-        arm,   // re-arms the queue and polls again (polling mode, going to sleep)
+        only_poll,
+        arm, // re-arms the queue first (to sleep: what completed before the re-arm is polled)
     };
     struct pass_result {
         bool current;     // `by` is the queue pair's poller, and the queue pair open

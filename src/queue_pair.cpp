@@ -263,8 +263,8 @@ void qp_impl::refuse(const executor_type& ex, handler h, error_code ec) {
     boost::asio::post(ex, boost::asio::append(std::move(h), ec, std::size_t{0}));
 }
 
-// A pass: every completion until the queue is empty; to sleep, re-arm and poll once more
-// for what came before the re-arm (the CQ's event was read and counted by a reader).
+// A pass: every completion until the queue is empty; to sleep, re-armed first, so that what
+// came before the re-arm is polled here (the CQ's event was read and counted by a reader).
 // Polled under the poll lock (one poller at a time: completions stay in order), their
 // handlers taken in one go under the queue pair's lock, handed over after both, by the
 // current reader only, on its strand: in order, with no lock of ours held while handlers run.
@@ -279,14 +279,10 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
     {
         std::lock_guard poll_lock(res.poll_mutex);
         std::array<ibv_wc, poll_batch> wc;
-        for (bool arm = p == pass::arm || (p == pass::woken && !polling());;) {
-            int n;
-            while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0)
-                for (int i = 0; i < n; ++i) polled.push_back({wc[i].wr_id, wc[i].byte_len, wc[i].status});
-            if (!arm) break;
-            res.events.arm(res.cq); // (armed already, its event not read yet: nothing to do)
-            arm = false;
-        }
+        if (p == pass::arm) res.events.arm(res.cq); // (armed already, its event not read yet: nothing to do)
+        int n;
+        while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0)
+            for (int i = 0; i < n; ++i) polled.push_back({wc[i].wr_id, wc[i].byte_len, wc[i].status});
         result.found = !polled.empty();
         std::lock_guard lock(mutex_);
         for (const auto& c : polled) {
@@ -346,9 +342,23 @@ void qp_impl::cq_event(const completion_reader& by) {
         wake_later(current);
 }
 
+// What completed first, handed over; then, unless polling, re-armed and polled once more.
+// In that order, the next work a handler posts (the reply it sends) goes before the re-arm,
+// a system call on some devices (rxe), not after it.
 void qp_impl::wake(const std::shared_ptr<poller>& by) {
-    poll(*by, pass::woken);
-    if (!polling() || by->spinning) return;
+    try {
+        poll(*by, pass::only_poll);
+        if (!polling()) {
+            poll(*by, pass::arm);
+            return;
+        }
+    } catch (...) {
+        // A handler run inline threw: out of run(), as Asio's own do. Until re-armed (or
+        // polling) nothing would wake the queue pair again: a pass posted goes on.
+        wake_later(by);
+        throw;
+    }
+    if (by->spinning) return;
     by->spinning = true;
     by->last_found = std::chrono::steady_clock::now();
     spin(by);
@@ -371,7 +381,7 @@ void qp_impl::spin(const std::shared_ptr<poller>& by) {
         auto now = clock::now();
         const auto slice_end = now + spin_slice;
         for (;;) {
-            auto r = poll(*by, pass::spin);
+            auto r = poll(*by, pass::only_poll);
             now = clock::now();
             if (!r.current) break;
             if (r.found) by->last_found = now;

@@ -21,10 +21,13 @@
 #include <array>
 #include <atomic>
 #include <future>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <poll.h>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
@@ -173,6 +176,40 @@ BOOST_AUTO_TEST_CASE(a_throwing_handler_leaves_the_reader_reading) {
     BOOST_TEST(run_until(
                    ctx, [&] { return r.has_value(); }, 10s),
                "the channel went deaf");
+}
+
+// A reader arms its wait after its pass, so that the pass's handlers come first (src/
+// fd_reader.hpp): an event that comes once the pass's last read found nothing, before the
+// wait is armed, still wakes the next pass. Held there — the channel's read that found
+// nothing, at the --wrap gate — while another id's event arrives on the channel.
+BOOST_AUTO_TEST_CASE(an_event_between_a_pass_s_last_read_and_its_wait_is_read) {
+    channel_fixture f;
+    cm_id a(*f.channel), b(*f.channel);
+    rdma_event_channel* ch = f.channel->native_handle();
+    // The reader's first pass made (it found nothing), and whatever it queued: idle.
+    BOOST_REQUIRE(run_until(
+        f.ctx, [&] { return faults::calls("rdma_get_cm_event", ch) >= 1; }, 10s));
+    run_until(
+        f.ctx, [] { return false; }, 100ms);
+    faults::gate held("rdma_get_cm_event found nothing", ch);
+    std::optional<error_code> ra, rb;
+    a.async_resolve_address(device_endpoint(1), 2s, [&](error_code ec) { ra = ec; });
+    std::thread t([&] {
+        run_until(
+            f.ctx, [&] { return rb.has_value(); }, 20s);
+    });
+    const bool entered = held.wait_entered(); // a's event read (its handler run), then nothing
+    if (entered) {
+        b.async_resolve_address(device_endpoint(1), 2s, [&](error_code ec) { rb = ec; });
+        pollfd p{ch->fd, POLLIN, 0};
+        BOOST_TEST(::poll(&p, 1, 10'000) == 1, "b's event never reached the channel");
+    }
+    held.release();
+    t.join();
+    BOOST_REQUIRE(entered);
+    BOOST_TEST((ra && !*ra), "a's resolve");
+    BOOST_TEST(rb.has_value(), "b's event, on the channel before the wait was armed, was never read");
+    BOOST_TEST((rb && !*rb));
 }
 
 // A handler whose executor asks for blocking.never is queued, never run inside the reader's

@@ -8,12 +8,15 @@
 #include "support/faults.hpp"
 #include "support/fixture.hpp"
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
+#include <utility>
 
 using namespace rdmacm;
 using namespace rdmacm::test;
@@ -83,6 +86,19 @@ queue_pair_options polling_for(std::chrono::nanoseconds poll_for) {
 }
 
 constexpr std::uint32_t round_trips = 200;
+
+// An executor that runs what it is given at once, in the caller, and lets what that throws
+// go on (as a user's own executor may; an io_context's keeps it for run(), a
+// system_executor's terminates): a handler bound to it that throws, throws out of the
+// reader's pass that completes it.
+struct inline_executor {
+    template <typename F>
+    void execute(F&& f) const {
+        std::forward<F>(f)();
+    }
+    friend bool operator==(const inline_executor&, const inline_executor&) noexcept { return true; }
+    friend bool operator!=(const inline_executor&, const inline_executor&) noexcept { return false; }
+};
 
 // A connected pair whose queue pairs poll as `poll_for` says, with its ping_pong, after a
 // first round trip (which wakes each reader, and so starts its polling). Closes both queue
@@ -222,4 +238,51 @@ BOOST_FIXTURE_TEST_CASE(a_throwing_handler_does_not_stop_the_polling, channel_fi
     BOOST_TEST(!pp.error, pp.error.message());
     BOOST_TEST(pp.echoed == 21u);
     BOOST_TEST(wake_ups() - before <= 2);
+}
+
+// A handler that throws out of the pass that woke for its completion (bound to an executor
+// that runs it inline and lets the exception go): the exception leaves run(), and the queue
+// pair still completes what comes next. The pass hands completions over before it re-arms
+// the queue (the reply a handler sends goes first), so a throw there must not leave the
+// queue unarmed — event-driven, or polling that had gone to sleep (adaptive, idle).
+static void throwing_through_an_inline_executor(channel_fixture& f, std::chrono::nanoseconds poll_for) {
+    polled_pair c(f, poll_for);
+    auto& p = c.p;
+    auto& pp = *c.pp;
+    asio::steady_timer idle(f.ctx, 200ms); // ten times the adaptive poll_for: asleep
+    bool idled = false;
+    idle.async_wait([&](error_code) { idled = true; });
+    BOOST_REQUIRE(run_until(f.ctx, [&] { return idled; }));
+
+    std::vector<std::byte> target(8), source(8);
+    memory_region remote(p.server_qp->pd(), target, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    memory_region local(p.client_qp->pd(), source);
+    bool thrown = false;
+    p.client_qp->async_rdma_write(local, source, to_remote(remote, target),
+                                  asio::bind_executor(inline_executor{}, [](error_code, std::size_t) {
+                                      throw std::runtime_error("thrown by a handler");
+                                  }));
+    try {
+        run_until(
+            f.ctx, [] { return false; }, 5s);
+    } catch (const std::runtime_error&) {
+        thrown = true;
+    }
+    f.ctx.restart();
+    BOOST_REQUIRE(thrown);
+
+    pp.run(20);
+    BOOST_TEST(run_until(
+                   f.ctx, [&] { return pp.done(); }, 10s),
+               "no round trip completed after the throw: the queue pair was left unarmed");
+    BOOST_TEST(!pp.error, pp.error.message());
+    BOOST_TEST(pp.echoed == 21u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_handler_throwing_through_its_executor_leaves_the_queue_armed, channel_fixture) {
+    throwing_through_an_inline_executor(*this, {});
+}
+
+BOOST_FIXTURE_TEST_CASE(a_handler_throwing_through_its_executor_wakes_a_sleeping_poller, channel_fixture) {
+    throwing_through_an_inline_executor(*this, std::chrono::milliseconds(20));
 }

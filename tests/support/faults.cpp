@@ -207,8 +207,24 @@ RDMACM_WRAP(int, -1, rdma_connect, (rdma_cm_id * id, rdma_conn_param* p), (id, p
 RDMACM_WRAP(int, -1, rdma_accept, (rdma_cm_id * id, rdma_conn_param* p), (id, p), id)
 RDMACM_WRAP(int, -1, rdma_disconnect, (rdma_cm_id * id), (id), id)
 RDMACM_WRAP(int, -1, rdma_migrate_id, (rdma_cm_id * id, rdma_event_channel* ch), (id, ch), id)
-RDMACM_WRAP(int, -1, rdma_get_cm_event, (rdma_event_channel * ch, rdma_cm_event** ev), (ch, ev), ch)
 RDMACM_WRAP(int, -1, rdma_destroy_id, (rdma_cm_id * id), (id), id)
+
+// A CM event channel's read that found nothing (a reader's pass ending: EAGAIN) can also be
+// held once the real call returned, named "rdma_get_cm_event found nothing".
+extern "C" int __real_rdma_get_cm_event(rdma_event_channel* ch, rdma_cm_event** ev);
+extern "C" int __wrap_rdma_get_cm_event(rdma_event_channel* ch, rdma_cm_event** ev) {
+    if (int e = rdmacm::test::faults::enter("rdma_get_cm_event", ch)) {
+        errno = e;
+        return -1;
+    }
+    const int result = __real_rdma_get_cm_event(ch, ev);
+    note_creation(result, ch, ev);
+    if (result != 0 && errno == EAGAIN) {
+        rdmacm::test::faults::enter("rdma_get_cm_event found nothing", ch);
+        errno = EAGAIN;
+    }
+    return result;
+}
 
 // A completion channel's read, and a CQ's destroy, can also be held (or counted) once the
 // real call returned, named "<call> returned" with the CQ as subject: a read event in a
