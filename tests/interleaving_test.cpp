@@ -811,6 +811,13 @@ void close_inside_a_post_of_a_move(side hooked) {
         // (As run()'s bound: a siw connect under TSan beside a CPU hog once took over 10 s.)
         BOOST_REQUIRE(connected.wait_for(30s) == std::future_status::ready);
         connected.get();
+        // The client's queue pair's first pass (posted to its reader when it was made) over:
+        // one still running on thread 1 when the move ends there would let go of the old
+        // reader itself, its post then made from thread 1, not the new one (the hook never
+        // fired once under TSan on siw). Its context runs one thread, in order.
+        std::promise<void> passed;
+        asio::post(t[1], [&] { passed.set_value(); });
+        BOOST_REQUIRE(passed.get_future().wait_for(10s) == std::future_status::ready);
         rdma_cm_id* raw = p.client->native_handle();
         moving = &*p.client; // from here, the first post to the hooked executor made on the new thread
         p.client->async_migrate(b, [&](error_code ec) { moved.set_value(ec); });
