@@ -39,7 +39,10 @@ struct queue_pair_options;
 
 namespace rdmacm::detail {
 
-class qp_impl : public id_impl::data_path, public cq_event_sink, public std::enable_shared_from_this<qp_impl> {
+class qp_impl : public id_impl::data_path,
+                public cq_event_sink,
+                public context_user,
+                public std::enable_shared_from_this<qp_impl> {
     struct cq_resources;
 
 public:
@@ -82,6 +85,9 @@ public:
     void on_destroyed(std::function<void()> release);
     // cq_event_sink
     void cq_event(const completion_reader& by) override;
+    // context_user: the context the queue pair is on shut down; its waiting handlers go,
+    // never called (their work requests' buffers: the device's, as at any shutdown).
+    void context_gone() noexcept override;
 
 private:
     // The completion queue; its events as readers see them.
@@ -134,6 +140,10 @@ private:
     void begin_verbs_call() noexcept; // under mutex_, after checking closed_
     void end_verbs_call() noexcept;
     void hand_over(std::vector<completion>& done, const executor_type& ex);
+    // Puts the queue pair in the error state (a verbs call begun by the caller, ended here):
+    // the device flushes every work request; what it has not flushed after flush_grace is
+    // flushed by a pass on `ex`'s context (none if empty: that context has shut down).
+    void flush(const executor_type& ex) noexcept;
     // Terminal cancellation of work request `wr_id`: a posted work request cannot be
     // recalled, so the queue pair goes to the error state (as when the connection is lost)
     // and the request completes with operation_aborted once the device flushed it (its
@@ -161,10 +171,13 @@ private:
     bool destroyed_ = false;
     bool closed_ = false;
     bool moving_ = false;
-    bool busy_ = false;               // what executor_ was last told
-    bool broken_ = false;             // in error (a work request failed, or the connection is gone)
-    bool flush_rest_ = false;         // the connection is gone, the device had its time to flush
-    std::vector<completion> held_;    // while moving, and until the current poller hands them over
+    bool busy_ = false;            // what executor_ was last told
+    bool broken_ = false;          // in error (a work request failed, or the connection is gone)
+    bool flush_rest_ = false;      // the connection is gone, the device had its time to flush
+    std::vector<completion> held_; // while moving, and until the current poller hands them over
+    // Closed with work requests outstanding: itself, until they are flushed (the user and the
+    // id may let go of it first). Let go of on the destroyer thread, where the CQ then goes.
+    std::shared_ptr<qp_impl> flushing_;
     std::atomic<int> verbs_calls_{0}; // posts and ibv_modify_qp made outside mutex_
     std::atomic<bool> closing_{false};
 };

@@ -1,6 +1,7 @@
 #include "rdmacm/queue_pair.hpp"
 
 #include "rdmacm/detail/call_error.hpp"
+#include "destroyer.hpp"
 #include "device_release.hpp"
 #include "dispatch_to_handler.hpp"
 #include "qp_impl.hpp"
@@ -19,8 +20,9 @@ namespace detail {
 namespace {
 
 constexpr int poll_batch = 16; // work completions taken per ibv_poll_cq
-// How long the device has to flush a lost connection's work requests before the rest are
-// flushed here: siw never completes those posted after its connection went.
+// How long the device has to flush the work requests of a lost connection (or a closed
+// queue pair) before the rest are flushed here: siw never completes those posted after its
+// connection went.
 constexpr auto flush_grace = std::chrono::milliseconds(100);
 // How long a polling reader polls before the context's other handlers get their turn.
 constexpr auto spin_slice = std::chrono::microseconds(50);
@@ -106,6 +108,7 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         limit(attr.cap.max_send_sge), limit(attr.cap.max_recv_sge),
         limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd)))};
     self->poller_ = std::move(seat); // before a move's end may replace it (attach)
+    self->executor_.set_user(self);
     self->resources_->events.set_sink(self);
     // From here the completion queue outlives the queue pair.
     if (!id->attach(self)) throw id_closed(); // closed meanwhile
@@ -275,7 +278,9 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
     auto done = std::move(by.done);
     bound_executor::handover to; // to hand `done` over (its idle work let go of after)
     pass_result result{};
-    std::shared_ptr<poller> wake; // to hand over what this pass held
+    std::shared_ptr<poller> wake;     // to hand over what this pass held
+    std::shared_ptr<poller> left;     // a closed queue pair's, once flushed: leaves out of our locks
+    std::shared_ptr<qp_impl> flushed; // and the queue pair itself (let go of on the destroyer thread)
     {
         std::lock_guard poll_lock(res.poll_mutex);
         std::array<ibv_wc, poll_batch> wc;
@@ -293,13 +298,23 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
                 ec = error_code(c.status, work_completion_category());
                 broken_ = true; // a failed work request puts an RC queue pair in error
             }
-            done.push_back({std::move(*h), outcome(c.wr_id, ec), c.bytes});
+            if (closed_)
+                done.push_back({std::move(*h), boost::asio::error::operation_aborted, 0});
+            else
+                done.push_back({std::move(*h), outcome(c.wr_id, ec), c.bytes});
         }
-        if (flush_rest_ && !outstanding_.empty()) // after what the device completed, in posting order
+        if (flush_rest_ && !outstanding_.empty()) { // after what the device completed, in posting order
+            const error_code flush_error(IBV_WC_WR_FLUSH_ERR, work_completion_category());
             for (auto& [wr_id, h] : outstanding_.take_all())
                 done.push_back(
-                    {std::move(h), outcome(wr_id, error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())), 0});
-        result.current = !closed_ && &by == poller_.get();
+                    {std::move(h),
+                     closed_ ? error_code(boost::asio::error::operation_aborted) : outcome(wr_id, flush_error), 0});
+        }
+        if (closed_ && outstanding_.empty()) { // all flushed: nothing to poll for
+            left = std::move(poller_);
+            flushed = std::move(flushing_);
+        }
+        result.current = &by == poller_.get();
         result.outstanding = !outstanding_.empty();
         // A close() that came while this poll ran let go of the reader (and of held_): these
         // completed before it, so they complete as they did — held, nothing would ever hand
@@ -319,6 +334,7 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
         if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now());
     }
     if (wake) wake_later(wake); // (posted out of our locks: the strand runs on the user's executor)
+    if (flushed) destroy_later([flushed = std::move(flushed)] {}); // its CQ's destroy may wait: not here
     if (!done.empty()) hand_over(done, to.executor);
     polled.clear();
     done.clear();
@@ -476,11 +492,15 @@ void qp_impl::connection_lost() noexcept {
     executor_type ex;
     {
         std::lock_guard lock(mutex_);
-        if (closed_) return; // the queue pair is going: nothing waits on it
+        if (closed_) return; // its close() flushed it
         broken_ = true;
         ex = executor_.get();
         begin_verbs_call();
     }
+    flush(ex);
+}
+
+void qp_impl::flush(const executor_type& ex) noexcept {
     // To the error state, as librdmacm's rdma_disconnect does: the device flushes every
     // work request (each completes with IBV_WC_WR_FLUSH_ERR), none waits for the peer.
     ibv_qp_attr attr{};
@@ -503,26 +523,62 @@ void qp_impl::connection_lost() noexcept {
     });
 }
 
+// The outstanding work requests' buffers are the device's until it has flushed them: the
+// queue pair goes to the error state, and each handler completes (operation_aborted) from
+// its flush completion, polled as any other, or after the flush grace — never before.
 void qp_impl::close() noexcept {
-    std::vector<completion> aborted;
+    std::vector<completion> done;
     std::shared_ptr<poller> left; // leaves its reader out of our lock
     executor_type ex;
+    bool flushing;
     {
         std::lock_guard lock(mutex_);
         if (closed_) return;
         closed_ = true;
-        closing_.store(true);                                  // no verbs call starts from here (wait_idle)
-        for (auto& c : held_) aborted.push_back(std::move(c)); // they completed first: as they did
-        held_.clear();
-        for (auto& [id, h] : outstanding_.take_all())
-            aborted.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
+        done.swap(held_); // they completed first: as they did
         cancelled_.clear();
-        left = std::move(poller_);
         ex = executor_.get();
+        // (Nothing to flush once the queue pair is destroyed; no pass to flush it once its
+        // context has shut down: that one's shutdown let go of the handlers already.)
+        flushing = ex && !destroyed_ && !outstanding_.empty();
+        if (flushing) {
+            begin_verbs_call(); // the flush's ibv_modify_qp: the destroy waits for it
+            flushing_ = shared_from_this();
+        } else {
+            for (auto& [id, h] : outstanding_.take_all())
+                done.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
+            left = std::move(poller_); // nothing left to poll for
+        }
+        closing_.store(true); // no verbs call starts from here (wait_idle)
     }
+    if (flushing) flush(ex);
     if (!ex) return; // the context has shut down
-    for (auto& c : aborted) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
+    for (auto& c : done) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
     settle();
+}
+
+void qp_impl::context_gone() noexcept {
+    // Destroyed here, outside the lock: a coroutine frame suspended on the queue pair lets
+    // go of it (a cycle otherwise: frame -> queue pair -> handler -> frame).
+    std::vector<std::pair<std::uint64_t, handler>> waiting;
+    std::vector<completion> held;
+    std::shared_ptr<qp_impl> flushing;
+    bool to_error;
+    {
+        std::lock_guard lock(mutex_);
+        if (executor_.get()) return; // it moved to a live context meanwhile: they run there
+        waiting = outstanding_.take_all();
+        held.swap(held_);
+        cancelled_.clear();
+        flushing = std::move(flushing_);
+        update_busy();
+        // The device told to let go of their buffers before they go (nothing polls for its
+        // flush any more); a closed queue pair was told by its close().
+        to_error = !waiting.empty() && !closed_ && !destroyed_;
+        if (to_error) begin_verbs_call();
+    }
+    if (to_error) flush({});
+    if (flushing) destroy_later([flushing = std::move(flushing)] {});
 }
 
 namespace qp_ops {

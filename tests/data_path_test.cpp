@@ -479,9 +479,12 @@ BOOST_FIXTURE_TEST_CASE(closing_aborts_outstanding_work, channel_fixture) {
             p.client_qp->async_receive(cmr, std::span(cbuf).subspan(static_cast<std::size_t>(i) * 256, 256),
                                        [&](error_code ec, std::size_t) { results.push_back(ec); });
         p.client->close(); // the id, its queue pair with it
+        // Each once the device flushed it (at most the flush grace, 100 ms, after the close).
         asio::steady_timer timer(ctx);
-        timer.expires_after(50ms);
-        co_await timer.async_wait(use_awaitable);
+        for (int i = 0; i < 500 && results.size() < 4; ++i) {
+            timer.expires_after(10ms);
+            co_await timer.async_wait(use_awaitable);
+        }
         BOOST_REQUIRE(results.size() == 4u);
         for (auto& ec : results) BOOST_TEST((ec == asio::error::operation_aborted), ec.message());
         auto [ec, n] = co_await p.client_qp->async_receive(cmr, cbuf, asio::as_tuple(use_awaitable));

@@ -212,6 +212,34 @@ BOOST_AUTO_TEST_CASE(an_event_between_a_pass_s_last_read_and_its_wait_is_read) {
     BOOST_TEST((rb && !*rb));
 }
 
+// close() hands a work request's buffer back only once the device has let go of it: the
+// queue pair goes to the error state first, and the handler completes from the device's
+// flush. Held at the gate in that ibv_modify_qp, the receive's handler has not run (before
+// the fix it ran at once, the queue pair still receiving into the buffer).
+BOOST_AUTO_TEST_CASE(a_closed_queue_pair_s_receive_completes_after_the_device_let_go) {
+    channel_fixture f;
+    auto l = make_listener(*f.channel);
+    connection_pair p;
+    run(f.ctx, connect_pair(l, *f.channel, p));
+    std::vector<std::byte> buffer(64);
+    memory_region mr(p.client_qp->pd(), buffer);
+    std::optional<error_code> received;
+    p.client_qp->async_receive(mr, buffer, [&](error_code ec, std::size_t) { received = ec; });
+    faults::gate held("ibv_modify_qp", p.client_qp->native_handle());
+    std::thread closer([&] { p.client_qp->close(); });
+    const bool entered = held.wait_entered();
+    run_until(
+        f.ctx, [] { return false; }, 200ms);
+    const bool early = received.has_value();
+    held.release();
+    closer.join();
+    BOOST_REQUIRE_MESSAGE(entered, "close() never put the queue pair in the error state");
+    BOOST_TEST(!early, "the receive's handler ran before the device was told to let go of its buffer");
+    BOOST_REQUIRE(run_until(
+        f.ctx, [&] { return received.has_value(); }, 10s));
+    BOOST_TEST((*received == asio::error::operation_aborted), received->message());
+}
+
 // A handler whose executor asks for blocking.never is queued, never run inside the reader's
 // read of its event, though that reader runs on the handler's own io_context: held in
 // rdma_get_cm_event with its event queued, the reader lets a function posted meanwhile run
@@ -526,6 +554,45 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_accept) {
         again.bind(device_endpoint(port), bound);
     }
     BOOST_TEST(!bound, "port " << port << " still bound: " << bound.message());
+}
+
+// The same with a coroutine suspended on a queue pair's receive: the frame holds the
+// connection (id and queue pair), whose waiting handler holds the frame. The shutdown lets
+// go of the handler (the queue pair put in the error state first, so that the device lets
+// go of the buffer), so the frame and the connection go, and the id is destroyed.
+BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_receive) {
+    struct client_end {
+        cm_id id;
+        queue_pair qp;
+        std::vector<std::byte> buffer = std::vector<std::byte>(64);
+        memory_region mr;
+        client_end(cm_id i, queue_pair q) : id(std::move(i)), qp(std::move(q)), mr(qp.pd(), buffer) {}
+    };
+    std::weak_ptr<client_end> gone;
+    rdma_cm_id* raw = nullptr;
+    {
+        asio::io_context ctx;
+        event_channel channel(ctx);
+        auto l = make_listener(channel);
+        connection_pair p;
+        run(ctx, connect_pair(l, channel, p));
+        auto c = std::make_shared<client_end>(std::move(*p.client), std::move(*p.client_qp));
+        raw = c->id.native_handle();
+        gone = c;
+        bool receiving = false;
+        asio::co_spawn(
+            ctx,
+            [c = std::move(c), &receiving]() -> asio::awaitable<void> {
+                receiving = true;
+                co_await c->qp.async_receive(c->mr, c->buffer, asio::use_awaitable);
+            },
+            asio::detached);
+        run_until(
+            ctx, [] { return false; }, 100ms);
+        BOOST_REQUIRE(receiving); // and so suspended in async_receive
+    }
+    BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
+    BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 10s), "the client's id was never destroyed");
 }
 
 namespace {

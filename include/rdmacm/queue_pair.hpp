@@ -138,8 +138,11 @@ public:
     /// The protection domain to register memory with.
     ibv_pd* pd() const noexcept { return impl_ ? detail::qp_ops::native(*impl_)->pd : nullptr; }
     bool is_open() const noexcept { return impl_ != nullptr; }
-    /// Completes every outstanding operation with operation_aborted; later ones get
-    /// errc::not_open. The queue pair itself goes with the id.
+    /// Completes every outstanding operation with operation_aborted, each once the device
+    /// has let go of its buffers: the queue pair goes to the error state and the handlers
+    /// complete from the device's flush (for a device that never flushes some, siw after
+    /// its connection went: 100 ms later). Later ones get errc::not_open. The queue pair
+    /// itself goes with the id.
     void close() noexcept {
         if (auto impl = std::move(impl_)) detail::qp_ops::close(*impl);
     }

@@ -239,6 +239,12 @@ extern "C" int __wrap_ibv_get_cq_event(ibv_comp_channel* ch, ibv_cq** cq, void**
     if (result == 0) rdmacm::test::faults::enter("ibv_get_cq_event returned", *cq);
     return result;
 }
+// ibv_modify_qp reports a failure by its return value, not -1 and errno.
+extern "C" int __real_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask);
+extern "C" int __wrap_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+    if (int e = rdmacm::test::faults::enter("ibv_modify_qp", qp)) return e;
+    return __real_ibv_modify_qp(qp, attr, mask);
+}
 extern "C" int __real_ibv_destroy_cq(ibv_cq* cq);
 extern "C" int __wrap_ibv_destroy_cq(ibv_cq* cq) {
     rdmacm::test::faults::enter("ibv_destroy_cq", cq);
