@@ -144,6 +144,7 @@ private:
     // the device flushes every work request; what it has not flushed after flush_grace is
     // flushed by a pass on `ex`'s context (none if empty: that context has shut down).
     void flush(const executor_type& ex) noexcept;
+    void flush_after_grace(const executor_type& ex); // the pass that flushes the rest, on `ex`
     // Terminal cancellation of work request `wr_id`: a posted work request cannot be
     // recalled, so the queue pair goes to the error state (as when the connection is lost)
     // and the request completes with operation_aborted once the device flushed it (its

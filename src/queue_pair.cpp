@@ -316,9 +316,10 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
         }
         result.current = &by == poller_.get();
         result.outstanding = !outstanding_.empty();
-        // A close() that came while this poll ran let go of the reader (and of held_): these
-        // completed before it, so they complete as they did — held, nothing would ever hand
-        // them over (one server coroutine in ~25 never ended after shard_pool::stop()).
+        // Closed, every pass hands over at once, held ones first: a close() with nothing to
+        // flush let go of the reader (and of held_), and these completed before it, so they
+        // complete as they did — held, nothing would ever hand them over (one server
+        // coroutine in ~25 never ended after shard_pool::stop()).
         if (!closed_ && (moving_ || !result.current)) {
             // Held while the id moves. A poller the queue pair has left hands over nothing
             // itself: the current one does, in order (woken here).
@@ -334,7 +335,9 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
         if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now());
     }
     if (wake) wake_later(wake); // (posted out of our locks: the strand runs on the user's executor)
-    if (flushed) destroy_later([flushed = std::move(flushed)] {}); // its CQ's destroy may wait: not here
+    // Let go of on the destroyer thread, its CQ with it — unless the caller's reference (a
+    // pass's) is the last one by then.
+    if (flushed) destroy_later([flushed = std::move(flushed)] {});
     if (!done.empty()) hand_over(done, to.executor);
     polled.clear();
     done.clear();
@@ -449,7 +452,8 @@ void qp_impl::after_handed(const executor_type& old_ex, std::function<void()> th
 }
 
 bool qp_impl::polls_elsewhere(const executor_type& ex) const { // under mutex_
-    if (closed_ || !poller_ || !ex) return false;              // (no executor: its context has shut down)
+    // (Closed: only while its flush is polled for. No executor: its context has shut down.)
+    if ((closed_ && !flushing_) || !poller_ || !ex) return false;
     const auto here = poller_->reader->get_executor();
     return !here || !same_context(here, ex);
 }
@@ -470,7 +474,7 @@ void qp_impl::end_move(const executor_type& ex) {
             there = std::make_shared<poller>([&] { return completion_reader::of(ex, resources_->events.channel()); });
         } catch (const std::exception&) {}
     std::shared_ptr<poller> old, current;
-    bool held;
+    bool held, regrace;
     {
         std::lock_guard lock(mutex_);
         // (For a moment both pollers may poll, one at a time, both handing over to `ex`.)
@@ -479,7 +483,11 @@ void qp_impl::end_move(const executor_type& ex) {
         moving_ = false;
         current = poller_;
         held = !held_.empty();
+        // Closed meanwhile, its flush polled for: the flush's grace too, on the new context
+        // (the old one's may stop before it ends).
+        regrace = closed_ && flushing_ && old;
     }
+    if (regrace) flush_after_grace(ex);
     // Completions held while moving are handed over by the current poller, before any it
     // polls from now (never from here: a poll deciding meanwhile could hand over newer
     // ones first). A new poller has a first pass in any case: the old one may have been
@@ -507,7 +515,11 @@ void qp_impl::flush(const executor_type& ex) noexcept {
     attr.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
     end_verbs_call();
-    // Then, after a grace period, a poll that flushes whatever the device did not.
+    flush_after_grace(ex);
+}
+
+void qp_impl::flush_after_grace(const executor_type& ex) {
+    // After a grace period, a poll that flushes whatever the device did not.
     if (!ex) return; // the context has shut down
     auto timer = std::make_shared<boost::asio::steady_timer>(ex, flush_grace);
     timer->async_wait([weak = weak_from_this(), timer](error_code) {
@@ -535,7 +547,6 @@ void qp_impl::close() noexcept {
         std::lock_guard lock(mutex_);
         if (closed_) return;
         closed_ = true;
-        done.swap(held_); // they completed first: as they did
         cancelled_.clear();
         ex = executor_.get();
         // (Nothing to flush once the queue pair is destroyed; no pass to flush it once its
@@ -544,7 +555,9 @@ void qp_impl::close() noexcept {
         if (flushing) {
             begin_verbs_call(); // the flush's ibv_modify_qp: the destroy waits for it
             flushing_ = shared_from_this();
+            // (Completions held while moving stay: the flush's passes hand them over first.)
         } else {
+            done.swap(held_); // they completed first: as they did
             for (auto& [id, h] : outstanding_.take_all())
                 done.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
             left = std::move(poller_); // nothing left to poll for
@@ -572,9 +585,10 @@ void qp_impl::context_gone() noexcept {
         cancelled_.clear();
         flushing = std::move(flushing_);
         update_busy();
+        const bool was_broken = std::exchange(broken_, true); // later posts refused (and dropped: no executor)
         // The device told to let go of their buffers before they go (nothing polls for its
         // flush any more); a closed queue pair was told by its close().
-        to_error = !waiting.empty() && !closed_ && !destroyed_;
+        to_error = !waiting.empty() && !closed_ && !was_broken && !destroyed_;
         if (to_error) begin_verbs_call();
     }
     if (to_error) flush({});
