@@ -518,6 +518,14 @@ struct stream {
         smr.emplace(p.server_qp->pd(), sbuf);
     }
     std::atomic<bool> closing{false}; // receives still posted are aborted then
+    // Handlers not yet run (or running): they refer to this stream. After the close, each
+    // runs once the device has flushed its work request.
+    std::atomic<std::uint64_t> in_flight{0};
+    struct handler_scope { // in a handler: counted out when it returns
+        stream& s;
+        ~handler_scope() { --s.in_flight; }
+    };
+    bool settled() const { return in_flight == 0; }
     void failed(const char* what, error_code ec) {
         if (closing && ec == asio::error::operation_aborted) return;
         std::lock_guard lock(first_error_mutex);
@@ -543,7 +551,7 @@ struct stream {
                             std::uint64_t window, auto handler) {
         auto b = slot_of(buf, 2 * window + seq % (2 * window)).first(sizeof seq);
         std::memcpy(b.data(), &seq, sizeof seq);
-        qp.async_send(mr, b, std::move(handler));
+        qp.async_send(mr, b, std::move(handler)); // (counted in in_flight by the caller)
     }
 
     void start_server() {
@@ -554,19 +562,25 @@ struct stream {
         for (std::uint64_t i = 0; i < window; ++i) send();
     }
     void server_receive(std::uint64_t i) {
+        ++in_flight;
         p.server_qp->async_receive(*smr, slot_of(sbuf, i), [this, i](error_code ec, std::size_t n) {
+            handler_scope scope{*this};
             if (ec || n != sizeof(std::uint64_t)) return failed("server receive", ec);
             auto seq = number_in(slot_of(sbuf, i));
             if (seq != received.load()) disorder("server", seq, received.load());
             ++received;
             server_receive(i); // before the acknowledgement lets the next message go
+            ++in_flight;
             send_number(*p.server_qp, *smr, sbuf, seq, window, [this](error_code e, std::size_t) {
+                handler_scope scope{*this};
                 if (e) failed("server send", e);
             });
         });
     }
     void client_receive(std::uint64_t i) {
+        ++in_flight;
         p.client_qp->async_receive(*cmr, slot_of(cbuf, i), [this, i](error_code ec, std::size_t n) {
+            handler_scope scope{*this};
             if (ec || n != sizeof(std::uint64_t)) return failed("client receive", ec);
             auto seq = number_in(slot_of(cbuf, i));
             if (seq != acked.load()) disorder("client", seq, acked.load());
@@ -579,7 +593,9 @@ struct stream {
     void send() {
         if (next_send == total) return;
         std::uint64_t seq = next_send++;
+        ++in_flight;
         send_number(*p.client_qp, *cmr, cbuf, seq, window, [this, seq](error_code ec, std::size_t) {
+            handler_scope scope{*this};
             if (ec) return failed("client send", ec);
             ++sends_done;
             if (on_client_handler) on_client_handler(seq);
@@ -607,11 +623,13 @@ void stream_ten_thousand_messages(channel_fixture& f, std::chrono::nanoseconds p
     BOOST_TEST(s.out_of_order == 0u, s.first_disorder);
     BOOST_TEST(s.received == messages);
     BOOST_TEST(s.acked == messages);
-    // The receives still posted are aborted now, their handlers run while `s` lives.
+    // The receives still posted are aborted once flushed, their handlers run while `s` lives.
     s.closing = true;
     p.client_qp.reset();
     p.server_qp.reset();
-    ctx.poll();
+    BOOST_TEST(run_until(
+                   ctx, [&] { return s.settled(); }, 10s),
+               s.in_flight << " handlers never ran after the close");
 }
 
 void migrate_in_the_middle_of_traffic(std::chrono::nanoseconds poll_for) {
@@ -669,8 +687,8 @@ void migrate_in_the_middle_of_traffic(std::chrono::nanoseconds poll_for) {
         BOOST_TEST(wrong_thread == 0);
         BOOST_TEST(on_b > 0);
         BOOST_TEST((p.client_qp->get_executor() == b.get_executor()));
-        // Closed on their own threads; the receives still posted are aborted there before
-        // the stream goes.
+        // Closed on their own threads; the receives still posted are aborted there (once
+        // flushed) before the stream goes.
         s.closing = true;
         std::promise<void> closed_a, closed_s;
         asio::post(t[2], [&] {
@@ -685,6 +703,10 @@ void migrate_in_the_middle_of_traffic(std::chrono::nanoseconds poll_for) {
         });
         closed_a.get_future().wait();
         closed_s.get_future().wait();
+        for (auto limit = std::chrono::steady_clock::now() + 10s;
+             !s.settled() && std::chrono::steady_clock::now() < limit;)
+            std::this_thread::sleep_for(10ms);
+        BOOST_TEST(s.settled(), s.in_flight << " handlers never ran after the close");
     }
     t.stop(); // every context runs out of work: nothing of ours is left
 }
