@@ -153,6 +153,9 @@ private:
     void cancel(std::uint64_t wr_id) noexcept;
     // What `wr_id` completes with, given the device's `ec` (under mutex_).
     error_code outcome(std::uint64_t wr_id, error_code ec);
+    // `h`'s completion, given what the device reported of `wr_id` (under mutex_): once the
+    // queue pair is closed, operation_aborted whatever it was; else outcome().
+    completion completed(handler h, std::uint64_t wr_id, error_code ec, std::size_t bytes);
     // After handlers taken from the queue pair were handed over (a post makes work of its
     // own): no work kept on the executor once none waits (bound_executor).
     void settle() noexcept;

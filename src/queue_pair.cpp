@@ -250,6 +250,11 @@ error_code qp_impl::outcome(std::uint64_t wr_id, error_code ec) {
     return ec ? error_code(boost::asio::error::operation_aborted) : ec;
 }
 
+qp_impl::completion qp_impl::completed(handler h, std::uint64_t wr_id, error_code ec, std::size_t bytes) {
+    if (closed_) return {std::move(h), boost::asio::error::operation_aborted, 0};
+    return {std::move(h), outcome(wr_id, ec), bytes};
+}
+
 void qp_impl::settle() noexcept {
     std::lock_guard lock(mutex_);
     update_busy();
@@ -298,17 +303,12 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
                 ec = error_code(c.status, work_completion_category());
                 broken_ = true; // a failed work request puts an RC queue pair in error
             }
-            if (closed_)
-                done.push_back({std::move(*h), boost::asio::error::operation_aborted, 0});
-            else
-                done.push_back({std::move(*h), outcome(c.wr_id, ec), c.bytes});
+            done.push_back(completed(std::move(*h), c.wr_id, ec, c.bytes));
         }
         if (flush_rest_ && !outstanding_.empty()) { // after what the device completed, in posting order
             const error_code flush_error(IBV_WC_WR_FLUSH_ERR, work_completion_category());
             for (auto& [wr_id, h] : outstanding_.take_all())
-                done.push_back(
-                    {std::move(h),
-                     closed_ ? error_code(boost::asio::error::operation_aborted) : outcome(wr_id, flush_error), 0});
+                done.push_back(completed(std::move(h), wr_id, flush_error, 0));
         }
         if (closed_ && outstanding_.empty()) { // all flushed: nothing to poll for
             left = std::move(poller_);
