@@ -572,7 +572,7 @@ struct stream {
             server_receive(i); // before the acknowledgement lets the next message go
             ++in_flight;
             send_number(*p.server_qp, *smr, sbuf, seq, window, [this](error_code e, std::size_t) {
-                handler_scope scope{*this};
+                handler_scope send_scope{*this};
                 if (e) failed("server send", e);
             });
         });
