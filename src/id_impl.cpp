@@ -457,6 +457,7 @@ void id_impl::context_gone() noexcept {
     // Destroyed here, outside the lock: a coroutine frame suspended on the id lets go of
     // it, and may close it (a cycle otherwise: frame -> id -> handler -> frame).
     std::vector<any_handler> gone;
+    std::unique_ptr<migration> abandoned; // (its executors are this context's)
     {
         std::lock_guard lock(mutex_);
         if (executor_.get()) return; // it moved to a live context meanwhile: they run there
@@ -465,9 +466,19 @@ void id_impl::context_gone() noexcept {
         if (migration_) {
             for (auto& d : migration_->deferred) gone.push_back(std::move(d.handler));
             migration_->deferred.clear();
+            // A move still to make its call is abandoned: its next step would run here (the
+            // last call out, or the old reader, then a post to this context). Its handler
+            // goes with the others; the id is no longer moving. (A call being made settles
+            // the move: it goes on by posts.)
+            if (!migration_->settled && !in_migrate_call_) {
+                gone.emplace_back(std::move(migration_->handler));
+                abandoned = std::move(migration_);
+                migrate_waits_ = false;
+            }
         }
         update_busy();
     }
+    if (abandoned && abandoned->target) abandoned->target->remove_owner(); // taken at its start
 }
 
 void id_impl::complete(const executor_type& ex, completion&& c, how mode) {

@@ -142,8 +142,10 @@ private:
     void hand_over(std::vector<completion>& done, const executor_type& ex);
     // Puts the queue pair in the error state (a verbs call begun by the caller, ended here):
     // the device flushes every work request; what it has not flushed after flush_grace is
-    // flushed by a pass on `ex`'s context (none if empty: that context has shut down).
-    void flush(const executor_type& ex) noexcept;
+    // flushed by a pass on the queue pair's context then (none if that has shut down).
+    void flush() noexcept;
+    // Under mutex_: counts the call flush() is to make (the destroy waits for it).
+    void begin_flush() noexcept;
     void flush_after_grace(const executor_type& ex); // the pass that flushes the rest, on `ex`
     // Terminal cancellation of work request `wr_id`: a posted work request cannot be
     // recalled, so the queue pair goes to the error state (as when the connection is lost)
@@ -175,9 +177,11 @@ private:
     bool destroyed_ = false;
     bool closed_ = false;
     bool moving_ = false;
-    bool busy_ = false;            // what executor_ was last told
-    bool broken_ = false;          // in error (a work request failed, or the connection is gone)
-    bool flush_rest_ = false;      // the connection is gone, the device had its time to flush
+    bool busy_ = false;       // what executor_ was last told
+    bool broken_ = false;     // in error (a work request failed, or the connection is gone)
+    bool flush_rest_ = false; // the connection is gone, the device had its time to flush
+    // Whether the device was told to flush (by close(), a lost connection, the shutdown).
+    enum class flush_state : std::uint8_t { none, telling, told } flush_ = flush_state::none;
     std::vector<completion> held_; // while moving, and until the current poller hands them over
     // Closed with work requests outstanding: itself, until they are flushed (the user and the
     // id may let go of it first). Let go of on the destroyer thread, where the CQ then goes.

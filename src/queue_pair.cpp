@@ -483,9 +483,10 @@ void qp_impl::end_move(const executor_type& ex) {
         moving_ = false;
         current = poller_;
         held = !held_.empty();
-        // Closed meanwhile, its flush polled for: the flush's grace too, on the new context
-        // (the old one's may stop before it ends).
-        regrace = closed_ && flushing_ && old;
+        // A flush made (a close, a lost connection), its grace not over: the grace too, on
+        // the new context (the old one may stop before it ends). A flush still being made
+        // starts its grace here itself (flush()).
+        regrace = flush_ == flush_state::told && !flush_rest_ && old;
     }
     if (regrace) flush_after_grace(ex);
     // Completions held while moving are handed over by the current poller, before any it
@@ -497,23 +498,35 @@ void qp_impl::end_move(const executor_type& ex) {
 }
 
 void qp_impl::connection_lost() noexcept {
-    executor_type ex;
     {
         std::lock_guard lock(mutex_);
         if (closed_) return; // its close() flushed it
         broken_ = true;
-        ex = executor_.get();
-        begin_verbs_call();
+        begin_flush();
     }
-    flush(ex);
+    flush();
 }
 
-void qp_impl::flush(const executor_type& ex) noexcept {
+void qp_impl::begin_flush() noexcept {
+    begin_verbs_call(); // the flush's ibv_modify_qp: the destroy waits for it
+    flush_ = flush_state::telling;
+}
+
+void qp_impl::flush() noexcept {
     // To the error state, as librdmacm's rdma_disconnect does: the device flushes every
     // work request (each completes with IBV_WC_WR_FLUSH_ERR), none waits for the peer.
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+    // The grace starts once the device was told, where the queue pair is now: a move that
+    // ended meanwhile found no flush made, and started none (end_move). (Told, under the
+    // lock, while the call still counts: a shutdown that saw it being told may call too.)
+    executor_type ex;
+    {
+        std::lock_guard lock(mutex_);
+        flush_ = flush_state::told;
+        ex = executor_.get();
+    }
     end_verbs_call();
     flush_after_grace(ex);
 }
@@ -553,7 +566,7 @@ void qp_impl::close() noexcept {
         // context has shut down: that one's shutdown let go of the handlers already.)
         flushing = ex && !destroyed_ && !outstanding_.empty();
         if (flushing) {
-            begin_verbs_call(); // the flush's ibv_modify_qp: the destroy waits for it
+            begin_flush();
             flushing_ = shared_from_this();
             // (Completions held while moving stay: the flush's passes hand them over first.)
         } else {
@@ -564,7 +577,10 @@ void qp_impl::close() noexcept {
         }
         closing_.store(true); // no verbs call starts from here (wait_idle)
     }
-    if (flushing) flush(ex);
+    if (flushing) { // its handlers complete from the flush
+        ex = {};    // (not kept through a call: its context may shut down meanwhile)
+        return flush();
+    }
     if (!ex) return; // the context has shut down
     for (auto& c : done) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
     settle();
@@ -587,11 +603,15 @@ void qp_impl::context_gone() noexcept {
         update_busy();
         const bool was_broken = std::exchange(broken_, true); // later posts refused (and dropped: no executor)
         // The device told to let go of their buffers before they go (nothing polls for its
-        // flush any more); a closed queue pair was told by its close().
-        to_error = !waiting.empty() && !closed_ && !was_broken && !destroyed_;
-        if (to_error) begin_verbs_call();
+        // flush any more) — here, unless it was told already, or a queue pair in error let
+        // go of them itself. A close() or a lost connection telling it on another thread
+        // right now may not have returned: told here too (the call still counts then, so
+        // the queue pair is not destroyed under this one).
+        to_error = !waiting.empty() && !destroyed_ && flush_ != flush_state::told &&
+                   (flush_ == flush_state::telling || (!closed_ && !was_broken));
+        if (to_error) begin_flush();
     }
-    if (to_error) flush({});
+    if (to_error) flush();
     if (flushing) destroy_later([flushing = std::move(flushing)] {});
 }
 

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <optional>
 #include <sstream>
@@ -238,6 +239,82 @@ BOOST_AUTO_TEST_CASE(a_closed_queue_pair_s_receive_completes_after_the_device_le
     BOOST_REQUIRE(run_until(
         f.ctx, [&] { return received.has_value(); }, 10s));
     BOOST_TEST((*received == asio::error::operation_aborted), received->message());
+}
+
+// The context shuts down while a close() on another thread tells the device to flush (its
+// ibv_modify_qp held at the gate): the receive's handler, destroyed by the shutdown, goes
+// only once the device was told — by the shutdown's own call (before: at once, the queue
+// pair still receiving into the buffer the handler may own).
+BOOST_AUTO_TEST_CASE(a_shutdown_during_a_close_lets_go_of_a_receive_after_the_device_was_told) {
+    struct on_destroy {
+        std::function<void()> f;
+        ~on_destroy() { f(); }
+    };
+    std::vector<std::byte> buffer(64);
+    connection_pair p;
+    std::optional<memory_region> mr;
+    std::optional<asio::io_context> ctx(std::in_place);
+    std::optional<event_channel> channel(std::in_place, *ctx);
+    auto l = make_listener(*channel);
+    run(*ctx, connect_pair(l, *channel, p));
+    mr.emplace(p.client_qp->pd(), buffer);
+    ibv_qp* qp = p.client_qp->native_handle();
+    const int before = faults::calls("ibv_modify_qp", qp);
+    std::atomic<int> told_when_let_go{-1}; // ibv_modify_qp calls made by then
+    p.client_qp->async_receive(*mr, buffer, [guard = std::make_shared<on_destroy>([&] {
+                                                 told_when_let_go = faults::calls("ibv_modify_qp", qp);
+                                             })](error_code, std::size_t) {});
+    std::jthread closer; // joined after the gate's end (a failed requirement) released it
+    faults::gate held("ibv_modify_qp", qp);
+    closer = std::jthread([&] { p.client_qp->close(); });
+    BOOST_REQUIRE_MESSAGE(held.wait_entered(), "close() never put the queue pair in the error state");
+    channel.reset();
+    ctx.reset(); // the shutdown: the receive's handler goes
+    BOOST_TEST(told_when_let_go - before == 2,
+               "the handler went after " << told_when_let_go - before << " ibv_modify_qp calls (the held one: 1)");
+    held.release();
+}
+
+// The same close, made while the queue pair's id moves to another context: the move ends
+// while the close's ibv_modify_qp is held at its gate. The receive's handler still waits
+// for the device (before: the move began the flush's grace on the new context, which handed
+// the buffer back 100 ms later, the queue pair not yet in error), and then completes there,
+// the old context no longer run (before 3824f43: its flush was polled for only there).
+BOOST_AUTO_TEST_CASE(a_queue_pair_closed_while_its_id_moves_is_flushed_where_it_went) {
+    channel_fixture f;
+    asio::io_context other_ctx;
+    event_channel other(other_ctx);
+    auto l = make_listener(*f.channel);
+    connection_pair p;
+    run(f.ctx, connect_pair(l, *f.channel, p));
+    std::vector<std::byte> buffer(64);
+    memory_region mr(p.client_qp->pd(), buffer);
+    std::optional<error_code> received;
+    bool ran_on_other = false;
+    p.client_qp->async_receive(mr, buffer, [&](error_code ec, std::size_t) {
+        received = ec;
+        ran_on_other = other_ctx.get_executor().running_in_this_thread();
+    });
+    faults::gate held("ibv_modify_qp", p.client_qp->native_handle());
+    std::optional<error_code> moved;
+    p.client->async_migrate(other, [&](error_code ec) { moved = ec; });
+    std::thread closer([&] { p.client_qp->close(); }); // (the move began first: on this thread)
+    const bool entered = held.wait_entered();
+    const bool ended = run_both(f.ctx, other_ctx, [&] { return moved.has_value(); });
+    run_until(
+        other_ctx, [] { return false; }, 300ms); // a grace begun by the move would end meanwhile
+    const bool early = received.has_value();
+    held.release();
+    closer.join();
+    BOOST_REQUIRE_MESSAGE(entered, "close() never put the queue pair in the error state");
+    BOOST_REQUIRE_MESSAGE(ended, "the move never ended");
+    BOOST_TEST(!*moved, moved->message());
+    BOOST_TEST(!early, "the receive's handler ran before the device was told to let go of its buffer");
+    BOOST_REQUIRE_MESSAGE(run_until(
+                              other_ctx, [&] { return received.has_value(); }, 10s),
+                          "the flush was never polled for on the new context");
+    BOOST_TEST((*received == asio::error::operation_aborted), received->message());
+    BOOST_TEST(ran_on_other);
 }
 
 // A handler whose executor asks for blocking.never is queued, never run inside the reader's
@@ -593,6 +670,50 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_receive) {
     }
     BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
     BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 10s), "the client's id was never destroyed");
+}
+
+// The same with a coroutine suspended on a move still to make its migrate call (it waits
+// for a call in flight, held at its gate) when the id's context goes: the move is
+// abandoned, its handler goes with the frame, and the target channel loses the owner the
+// move gave it. Before: the id kept the migrate handler, and with it the frame, for good.
+BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_migrate) {
+    asio::io_context other_ctx;
+    std::optional<event_channel> other(std::in_place, other_ctx);
+    std::weak_ptr<int> frame; // owned by the coroutine's frame
+    rdma_cm_id* raw = nullptr;
+    std::jthread caller;              // holds the id (a copy) through its held call; joined after
+    std::optional<faults::gate> held; // the gate's end (a failed requirement) releases it
+    {
+        asio::io_context ctx;
+        event_channel channel(ctx);
+        auto id = std::make_shared<cm_id>(channel);
+        resolve_address(ctx, *id);
+        raw = id->native_handle();
+        held.emplace("rdma_resolve_route", raw);
+        caller = std::jthread([id] { id->async_resolve_route(2s, [](error_code) {}); });
+        BOOST_REQUIRE(held->wait_entered());
+        auto owned = std::make_shared<int>();
+        frame = owned;
+        bool moving = false;
+        asio::co_spawn(
+            ctx,
+            [id, owned = std::move(owned), &other, &moving]() -> asio::awaitable<void> {
+                moving = true;
+                co_await id->async_migrate(*other, asio::use_awaitable);
+            },
+            asio::detached);
+        id.reset();
+        run_until(
+            ctx, [] { return false; }, 100ms);
+        BOOST_REQUIRE(moving); // and so suspended in async_migrate, which waits for the call
+    }
+    BOOST_TEST(frame.expired(), "the suspended coroutine's frame outlived the context");
+    held->release();
+    caller.join(); // its copy of the id goes: closed
+    BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 10s), "the id was never destroyed");
+    other.reset(); // its last owner: the reader stops, and other_ctx runs out of work
+    other_ctx.run_for(10s);
+    BOOST_TEST(other_ctx.stopped(), "the abandoned move's target channel kept reading");
 }
 
 namespace {
