@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_moved_queue_pair_completes_after_its_first_context_is_gon
 // go, the reader counts the event and its pass hands the receive over; the CQ's destroy, on
 // the destroyer thread, then returns (the event acknowledged: an event never acknowledged
 // would hold that destroy, and every destroy after it, for good).
-BOOST_AUTO_TEST_CASE(a_cq_destroyed_while_a_reader_holds_its_event_is_destroyed) {
+BOOST_AUTO_TEST_CASE(a_closed_queue_pair_s_cq_waits_for_the_flush_a_held_event_brings) {
     context_threads t(1);
     {
         event_channel ch(t[0]);
@@ -200,6 +200,76 @@ BOOST_AUTO_TEST_CASE(a_cq_destroyed_while_a_reader_holds_its_event_is_destroyed)
         const error_code ec = got.get(); // received, or aborted by the close: completed once either way
         BOOST_TEST((!ec || ec == asio::error::operation_aborted), ec.message());
         close_on(t[0], p.server_qp, p.server);
+    }
+    t.stop();
+}
+
+// The CQ is destroyed while a reader holds an event of it: the reader of another context.
+// The client's queue pair moved from A to B; A still reads the channel its CQ reports to
+// (another connection's queue pair stays there). B's thread is kept busy while the server
+// sends, so A's reader reads the event, and is held before it counts it. The client goes
+// meanwhile: its flush is polled on B (after the grace), and the CQ's destroy begins with
+// the event held; ibv_destroy_cq waits for its acknowledgement, which the reader, let go,
+// makes at once (cq_events::read, destroying) — not counted for a batch that never comes.
+BOOST_AUTO_TEST_CASE(a_cq_destroyed_while_another_context_s_reader_holds_its_event_is_destroyed) {
+    context_threads t(3); // 0: server, 1: A, 2: B
+    {
+        event_channel server_ch(t[0]), a(t[1]), b(t[2]);
+        auto l = make_listener(server_ch);
+        connection_pair stays, moves;
+        for (auto* p : {&stays, &moves}) {
+            auto connected = asio::co_spawn(t[0], connect_pair(l, a, *p), asio::use_future);
+            BOOST_REQUIRE(ready_within(connected));
+            connected.get();
+        }
+        std::promise<error_code> moved;
+        moves.client->async_migrate(b, [&](error_code ec) { moved.set_value(ec); });
+        auto move_done = moved.get_future();
+        BOOST_REQUIRE(ready_within(move_done, 10s));
+        BOOST_REQUIRE(!move_done.get());
+        ibv_cq* cq = moves.client_qp->native_handle()->recv_cq;
+        const int destroys_before = faults::calls("ibv_destroy_cq", cq);
+        const int returns_before = faults::calls("ibv_destroy_cq returned", cq);
+
+        // The receive posted on B, then B's thread kept busy until the event is held.
+        auto received = std::make_shared<std::promise<error_code>>();
+        auto got = received->get_future();
+        // (What the post uses is its own: a failed requirement leaves this frame first.)
+        auto posted = std::make_shared<std::promise<void>>();
+        std::promise<void> go_on; // (broken when this frame goes: B free then too)
+        {
+            auto buf = std::make_shared<std::array<std::byte, 1>>();
+            auto mr = std::make_shared<memory_region>(moves.client_qp->pd(), *buf);
+            asio::post(t[2], [qp = &*moves.client_qp, buf, mr, received, posted, b_free = go_on.get_future().share()] {
+                qp->async_receive(*mr, *buf,
+                                  [buf, mr, received](error_code ec, std::size_t) { received->set_value(ec); });
+                posted->set_value();
+                b_free.wait_for(20s);
+            });
+        }
+        faults::gate held("ibv_get_cq_event returned", cq);
+        BOOST_REQUIRE(posted->get_future().wait_for(10s) == std::future_status::ready);
+        std::array<std::byte, 1> one{std::byte(7)};
+        memory_region one_mr(moves.server_qp->pd(), one);
+        asio::post(t[0], [&] { moves.server_qp->async_send(one_mr, one, [](error_code, std::size_t) {}); });
+        const bool entered = held.wait_entered(); // on A's thread: B's is busy
+        moves.client_qp.reset();                  // closed: its flush is B's to poll
+        moves.client.reset();
+        go_on.set_value();
+        BOOST_REQUIRE_MESSAGE(entered, "no reader read the client's CQ event");
+        BOOST_TEST(faults::wait_calls("ibv_destroy_cq", cq, destroys_before + 1, 10s),
+                   "the CQ's destroy did not begin while another context's reader held its event");
+        BOOST_TEST(!faults::wait_calls("ibv_destroy_cq returned", cq, returns_before + 1, 200ms),
+                   "the CQ was destroyed with an event read and not acknowledged");
+        held.release();
+        BOOST_TEST(faults::wait_calls("ibv_destroy_cq returned", cq, returns_before + 1, 10s),
+                   "the CQ's destroy never returned: the held event was never acknowledged");
+        BOOST_REQUIRE(ready_within(got, 10s));
+        const error_code ec = got.get(); // received, or aborted by the close: completed once either way
+        BOOST_TEST((!ec || ec == asio::error::operation_aborted), ec.message());
+        close_on(t[1], stays.client_qp, stays.client);
+        close_on(t[0], stays.server_qp, stays.server);
+        close_on(t[0], moves.server_qp, moves.server);
     }
     t.stop();
 }
