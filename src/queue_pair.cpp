@@ -603,12 +603,11 @@ void qp_impl::context_gone() noexcept {
         update_busy();
         const bool was_broken = std::exchange(broken_, true); // later posts refused (and dropped: no executor)
         // The device told to let go of their buffers before they go (nothing polls for its
-        // flush any more) — here, unless it was told already, or a queue pair in error let
-        // go of them itself. A close() or a lost connection telling it on another thread
+        // flush any more): here, unless a close() or a lost connection told it already, or
+        // a failed work request put it in error. One of them telling it on another thread
         // right now may not have returned: told here too (the call still counts then, so
         // the queue pair is not destroyed under this one).
-        to_error = !waiting.empty() && !destroyed_ && flush_ != flush_state::told &&
-                   (flush_ == flush_state::telling || (!closed_ && !was_broken));
+        to_error = !waiting.empty() && !destroyed_ && (flush_ == flush_state::telling || (!closed_ && !was_broken));
         if (to_error) begin_flush();
     }
     if (to_error) flush();
