@@ -80,6 +80,22 @@ void close_during(const char* call, Make make) {
         f.ctx, [] { return false; }, 100ms); // what the call's end posted
 }
 
+// A connection on `f`'s channel, with a buffer registered for the client's receives.
+struct client_with_buffer {
+    listener l;
+    connection_pair p;
+    std::vector<std::byte> buffer = std::vector<std::byte>(64);
+    std::optional<memory_region> mr;
+    explicit client_with_buffer(channel_fixture& f) : l(make_listener(*f.channel)) {
+        run(f.ctx, connect_pair(l, *f.channel, p));
+        mr.emplace(p.client_qp->pd(), buffer);
+    }
+    template <typename Handler>
+    void receive(Handler h) {
+        p.client_qp->async_receive(*mr, buffer, std::move(h));
+    }
+};
+
 } // namespace
 
 // Finding 1: a librdmacm call of an operation (made outside the id's lock) racing close().
@@ -219,13 +235,10 @@ BOOST_AUTO_TEST_CASE(an_event_between_a_pass_s_last_read_and_its_wait_is_read) {
 // the fix it ran at once, the queue pair still receiving into the buffer).
 BOOST_AUTO_TEST_CASE(a_closed_queue_pair_s_receive_completes_after_the_device_let_go) {
     channel_fixture f;
-    auto l = make_listener(*f.channel);
-    connection_pair p;
-    run(f.ctx, connect_pair(l, *f.channel, p));
-    std::vector<std::byte> buffer(64);
-    memory_region mr(p.client_qp->pd(), buffer);
+    client_with_buffer c(f);
+    auto& p = c.p;
     std::optional<error_code> received;
-    p.client_qp->async_receive(mr, buffer, [&](error_code ec, std::size_t) { received = ec; });
+    c.receive([&](error_code ec, std::size_t) { received = ec; });
     faults::gate held("ibv_modify_qp", p.client_qp->native_handle());
     std::thread closer([&] { p.client_qp->close(); });
     const bool entered = held.wait_entered();
@@ -284,14 +297,11 @@ BOOST_AUTO_TEST_CASE(a_queue_pair_closed_while_its_id_moves_is_flushed_where_it_
     channel_fixture f;
     asio::io_context other_ctx;
     event_channel other(other_ctx);
-    auto l = make_listener(*f.channel);
-    connection_pair p;
-    run(f.ctx, connect_pair(l, *f.channel, p));
-    std::vector<std::byte> buffer(64);
-    memory_region mr(p.client_qp->pd(), buffer);
+    client_with_buffer c(f);
+    auto& p = c.p;
     std::optional<error_code> received;
     bool ran_on_other = false;
-    p.client_qp->async_receive(mr, buffer, [&](error_code ec, std::size_t) {
+    c.receive([&](error_code ec, std::size_t) {
         received = ec;
         ran_on_other = other_ctx.get_executor().running_in_this_thread();
     });
