@@ -73,7 +73,7 @@ void channel_impl::drain() {
             auto* target =
                 static_cast<id_impl*>(std::atomic_ref<void*>(ev->id->context).load(std::memory_order_acquire));
             rdma_ack_cm_event(ev);
-            target->on_event(copy);
+            if (target) target->on_event(copy); // else a rejected request's (reject_request)
         }
     }
     // EAGAIN: drained. Anything else (ENOMEM) leaves the events queued: the next wait

@@ -98,7 +98,8 @@ void id_impl::install_canceller(any_handler& handler, op_kind kind, std::uint32_
 }
 
 void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call) {
-    error_code ec = synchronous_ && !machine_.closed() ? error_code(errc::synchronous_mode) : machine_.start(kind);
+    error_code ec = synchronous_ && !machine_.closed() ? error_code(errc::synchronous_mode)
+                                                       : machine_.start(kind, !machine_.closed() && id_->verbs);
     if (ec) {
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
@@ -136,9 +137,9 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     handlers_.put(kind, std::move(handler));
     update_busy();
     // The call goes out after the handler is in place: its event cannot beat it.
-    if (kind == op_kind::disconnect && machine_.pending(op_kind::establish)) {
-        // siw holds rdma_disconnect of a connecting id up to its 10 s MPA time-out: never
-        // on the caller's thread (an io_context's, most likely). Rare: a thread of its own.
+    if (may_block(kind, call)) {
+        // Never on the caller's thread (an io_context's, most likely): a thread of its own.
+        // A cancellation or a close does not wait for it (the id goes when it returns).
         ++calls_in_flight_;
         rdma_cm_id* id = id_;
         lock.unlock();
@@ -152,6 +153,16 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     }
     ec = make_call(lock, call);
     call_returned(lock, kind, generation, ec);
+}
+
+bool id_impl::may_block(op_kind kind, const op_call& call) const noexcept {
+    // siw holds rdma_disconnect of a connecting id up to its 10 s MPA time-out.
+    if (kind == op_kind::disconnect && machine_.pending(op_kind::establish)) return true;
+    // An iWARP connect is a kernel TCP connect that blocks (siw_cm.c, kernel_bindconnect:
+    // connect() without O_NONBLOCK) — to an address nobody answers, for the SYN retries
+    // (about 130 s). IB and RoCE send their request and return.
+    return call.what == op_call::call::connect && id_->verbs &&
+           id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 }
 
 void id_impl::call_returned(std::unique_lock<std::mutex>& lock, op_kind kind, std::uint32_t generation, error_code ec) {
@@ -230,17 +241,29 @@ void id_impl::cancel() noexcept {
 }
 
 bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
-    std::unique_lock lock(mutex_);
-    data_path_ = dp;
-    if (machine_.closed()) { // close() came while the queue pair was made: it missed it
-        lock.unlock();
-        dp->close();
-        return false;
+    // Called under a call_guard (qp_impl::create): no move makes its migrate call meanwhile,
+    // so none ends; one may begin.
+    executor_type ex;
+    {
+        std::unique_lock lock(mutex_);
+        data_path_ = dp;
+        if (machine_.closed()) { // close() came while the queue pair was made: it missed it
+            lock.unlock();
+            dp->close();
+            return false;
+        }
+        if (migration_) {
+            data_path_->begin_move(); // finish_migration ends it
+            return true;
+        }
+        ex = executor_.get(); // where the id is now: a move may have ended since the queue pair was made
     }
-    if (migration_)
-        data_path_->begin_move(); // finish_migration ends it
-    else
-        data_path_->end_move(executor_.get()); // where the id is now: a move may have ended meanwhile
+    // Out of the lock: end_move may post through the id's executor, a user's, whose
+    // execute() may close this id (review F6: under the lock, that close deadlocked).
+    dp->end_move(ex);
+    std::lock_guard lock(mutex_);
+    // A move that began meanwhile told the queue pair before the end_move above undid it.
+    if (migration_) data_path_->begin_move();
     return true;
 }
 
@@ -398,31 +421,45 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
 }
 
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
-    // The new id lives on this (the listener's) channel and must not be lost: it is
-    // wrapped at once, so whatever happens next it is rejected and destroyed properly.
-    auto conn = make(channel, executor_.get(), new_id);
-    conn->pending_request_ = true;
     completion c;
-    std::shared_ptr<id_impl> rejected; // closed, or beyond the backlog: by its destroy
     {
         std::lock_guard lock(mutex_);
-        auto d = machine_.closed() ? id_machine::decision{} : machine_.on_event(ev.type());
-        bool kept = !machine_.closed() && (d.what == id_machine::action::complete || requests_.size() < backlog_);
+        // A request is kept only by a listener that is open and whose context runs: one
+        // closed, or whose context has shut down (its executor let go of), or beyond its
+        // backlog, rejects it — decided before the request's id is wrapped, which needs a
+        // living context to be bound to.
+        auto ex = machine_.closed() ? executor_type{} : executor_.get();
+        auto d = ex ? machine_.on_event(ev.type()) : id_machine::decision{};
+        bool kept = ex && (d.what == id_machine::action::complete || requests_.size() < backlog_);
         if (!kept) {
-            rejected = std::move(conn);
-        } else if (d.what == id_machine::action::complete) {
-            machine_.completed(d.kind);
-            c = {handlers_.take(d.kind), {}, ev, std::move(conn)};
-        } else {
+            reject_request(channel, new_id);
+            return;
+        }
+        auto conn = make(channel, ex, new_id);
+        conn->pending_request_ = true;
+        if (d.what != id_machine::action::complete) {
             requests_.emplace_back(std::move(conn), ev);
             return;
         }
-    }
-    if (rejected) {
-        rejected->close();
-        return;
+        machine_.completed(d.kind);
+        c = {handlers_.take(d.kind), {}, ev, std::move(conn)};
     }
     complete(std::move(c), how::dispatch);
+}
+
+void id_impl::reject_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id) {
+    // Its events name no id from now on (the reader drops them): librdmacm gave it the
+    // listener's context, which may be freed before the destroy below is made.
+    std::atomic_ref<void*>(new_id->context).store(nullptr, std::memory_order_release);
+    // Rejected and destroyed on the destroyer thread, never the reader's; the channel
+    // (owned meanwhile) outlives the id, as librdmacm requires.
+    channel->add_owner();
+    destroy_later([channel, new_id]() mutable {
+        rdma_reject(new_id, nullptr, 0);
+        rdma_destroy_id(new_id);
+        auto& reader = *channel; // (its last reference goes on its own context)
+        reader.run_on_reader_or_here([channel = std::move(channel)] { channel->remove_owner(); });
+    });
 }
 
 void id_impl::refuse(const executor_type& ex, any_handler handler, error_code ec) {

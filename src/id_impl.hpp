@@ -158,6 +158,10 @@ public:
     // `channel`: the reader's own (the listener's channel_ may be being let go of).
     void on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev);
 
+    // A connection request nobody will accept: rejected and destroyed off the reader's
+    // thread, its events dropped meanwhile.
+    static void reject_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id);
+
     // The id's context shut down: its waiting handlers go, never called (context_user).
     void context_gone() noexcept override;
 
@@ -184,6 +188,9 @@ private:
     void install_canceller(any_handler& handler, op_kind kind, std::uint32_t generation, bool deferred);
     // Lock held on entry, released on return.
     void start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call);
+    // Whether `call` (starting an operation of `kind`) can block in the kernel: it is made
+    // on a thread of its own then, never the caller's (lock held).
+    bool may_block(op_kind kind, const op_call& call) const noexcept;
     // Makes `call` outside the lock (counted in calls_in_flight_); returns locked. The
     // caller ends with after_call().
     error_code make_call(std::unique_lock<std::mutex>& lock, const op_call& call);

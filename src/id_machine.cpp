@@ -50,10 +50,11 @@ error_code event_result(rdma_cm_event_type type) noexcept {
     }
 }
 
-error_code id_machine::start(op_kind kind) noexcept {
+error_code id_machine::start(op_kind kind, bool has_device) noexcept {
     if (closed_) return errc::not_open;
     if (removed_ && kind != op_kind::next_event) return errc::device_removed;
     if (slot(kind) != state::idle) return errc::operation_in_progress;
+    if (kind == op_kind::establish && !has_device) return errc::no_device;
     slot(kind) = state::outstanding;
     ++generation_[index(kind)];
     return {};

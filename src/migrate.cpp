@@ -60,11 +60,11 @@ struct id_impl::hand_on {
     void run() && {
         if (!self) return;
         if (!called) return self->end_migration(ec, mode);
-        settle_channels();
+        mark_target();
         // Handlers of the id already handed to the old executor run before the id moves on
         // (one hop when old and new executor are the same, e.g. two channels of one context).
         auto then = [self = std::move(self), ec = ec, hop = std::move(hop), handler = std::move(handler),
-                     look_at = look ? std::move(target) : nullptr]() mutable {
+                     look_at = look ? target : nullptr]() mutable {
             if (look_at && look_at->look_after_moves() && !hop) hop = self->get_executor();
             if (!hop)
                 self->finish_migration(ec, handler);
@@ -77,6 +77,7 @@ struct id_impl::hand_on {
             data->after_handed(old_executor, [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
         else
             boost::asio::post(old_executor, std::move(then));
+        release_channels(); // after the post: see there
     }
 
     // The ids of a migrate_together, their calls made: those moved from one executor to one
@@ -88,6 +89,7 @@ struct id_impl::hand_on {
             void_handler handler;
         };
         std::vector<moving> group;
+        std::vector<hand_on> joined; // their channels, let go of once the step is posted
         executor_type old_executor, hop;
         std::shared_ptr<channel_impl> look_at;
         for (auto& h : moved) {
@@ -98,10 +100,11 @@ struct id_impl::hand_on {
                 std::move(h).run();
                 continue;
             }
-            h.settle_channels();
+            h.mark_target();
             if (group.empty()) old_executor = h.old_executor, hop = h.hop;
             if (h.look) look_at = h.target; // (one target for all: migrate_together's)
             group.push_back({std::move(h.self), std::move(h.handler)});
+            joined.push_back(std::move(h));
         }
         if (group.empty()) return;
         boost::asio::post(old_executor, [group = std::move(group), hop = std::move(hop), look_at = std::move(look_at),
@@ -112,27 +115,36 @@ struct id_impl::hand_on {
             else
                 boost::asio::post(hop, [group = std::move(group), hop]() mutable { finish_together(group, 0, hop); });
         });
+        for (auto& h : joined) h.release_channels(); // after the post
     }
 
 private:
-    // The channels' side once the call settled: the target loses the owner taken for a
-    // failed move; a moved id's old channel loses it, and the target is marked to be looked
-    // at. Events that moved with the id (semantics F2) are not announced by the kernel: the
-    // reader reads them when any wait there (a look is cheaper than a read on the reader's
-    // strand, and most moves bring none), looked for once the old executor has caught up —
-    // by then a rebalance has made the calls of all its moves, and one look covers them.
-    // (The id holds what is read meanwhile until it has moved.) A request not yet accepted
-    // has none (semantics F8): the usual move of a server's new connection does not even
-    // look. The kick's read (look_after_moves) goes before the end when both run on one
-    // context (no hop): events that moved along are held and delivered before deferred
-    // operations start.
-    void settle_channels() {
+    // The channels' side once the call settled, in two halves. Before the step is posted:
+    // a moved id's target is marked to be looked at. Events that moved with the id
+    // (semantics F2) are not announced by the kernel: the reader reads them when any wait
+    // there (a look is cheaper than a read on the reader's strand, and most moves bring
+    // none), looked for once the old executor has caught up — by then a rebalance has made
+    // the calls of all its moves, and one look covers them. (The id holds what is read
+    // meanwhile until it has moved.) A request not yet accepted has none (semantics F8):
+    // the usual move of a server's new connection does not even look. The kick's read
+    // (look_after_moves) goes before the end when both run on one context (no hop): events
+    // that moved along are held and delivered before deferred operations start.
+    void mark_target() {
+        if (!ec && look) target->moved_here();
+    }
+    // Once the step is posted (it holds work on the old context): the target loses the
+    // owner taken for a failed move, a moved id's old channel loses it — maybe its last,
+    // which stops its reader and lets go of the reader's work: posted first, the step keeps
+    // the old context running until it has run (review F4: posted after, the context could
+    // run out of work and return from run() first, the step then lost on a stopped context,
+    // the id moving for good). And the old channel is read again if the move to synchronous
+    // mode gave its event back.
+    void release_channels() {
         if (kick_old) old_channel->kick();
         if (ec && target) target->remove_owner(); // taken at the start, not needed now
-        if (!ec) {
-            if (look) target->moved_here();
-            if (old_channel) old_channel->remove_owner();
-        }
+        if (!ec && old_channel) old_channel->remove_owner();
+        target.reset();
+        old_channel.reset();
     }
 
     // Ends the moves of `group` from `first` on, in order, on `here`. A handler run inline

@@ -99,6 +99,8 @@ private:
     // whichever thread ran it): to the user's handler, else stderr.
     void report(std::optional<std::size_t> index, const std::exception_ptr& e) const noexcept;
     bool on_pool_thread() const noexcept;
+    // Under mutex_: where a refusal or an operation's end goes (shard i's executor, its work
+    // tracked; the system executor once stopping).
     executor_type refusal_executor(std::size_t i) const;
     void accept_next(std::shared_ptr<serve_loop> loop);
     // How a move's handler runs once it moved: posted (a user's), or called inside the
@@ -116,9 +118,10 @@ private:
     std::optional<ordered_move> order_move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                                            void_handler handler, moved_handler how);
     // The migrate handler of a move: on success, the connection's strand follows to shard
-    // `to` (on_strand_at), and `handler` completes there (how says how).
+    // `to` (on_strand_at), and `handler` completes there (how says how). `fallback` (shard
+    // `to`'s) and `old_shard` hold work on the move's two shards until it is done.
     void_handler on_migrated(std::shared_ptr<pooled_state> state, std::size_t to, void_handler handler,
-                             executor_type fallback, moved_handler how);
+                             executor_type fallback, executor_type old_shard, moved_handler how);
     void join();
     static connection failed_connection(const executor_type& ex) { return {cm_id(ex), {}, nullptr, ex}; }
 

@@ -83,6 +83,10 @@ public:
     // `release` runs once the queue pair is destroyed, before the id: it deregisters memory
     // the device may write into until then (a receive_pool's), which must not outlive the id.
     void on_destroyed(std::function<void()> release);
+    // `user` (a receive_pool, which holds an operation's handler of its own) is told after
+    // the queue pair when the context the queue pair is on shuts down: its handler must go
+    // with the context too, or a coroutine frame waiting in it keeps the whole connection.
+    void also_tell_when_context_gone(std::weak_ptr<context_user> user);
     // cq_event_sink
     void cq_event(const completion_reader& by) override;
     // context_user: the context the queue pair is on shut down; its waiting handlers go,
@@ -174,6 +178,7 @@ private:
     work_request_table<handler> outstanding_;
     std::vector<std::uint64_t> cancelled_; // outstanding, cancelled: complete with operation_aborted
     std::vector<std::function<void()>> on_destroyed_;
+    std::vector<std::weak_ptr<context_user>> also_gone_; // told after context_gone
     bool destroyed_ = false;
     bool closed_ = false;
     bool moving_ = false;

@@ -221,6 +221,11 @@ void qp_impl::on_destroyed(std::function<void()> release) {
     release();
 }
 
+void qp_impl::also_tell_when_context_gone(std::weak_ptr<context_user> user) {
+    std::lock_guard lock(mutex_);
+    also_gone_.push_back(std::move(user));
+}
+
 void qp_impl::queue_pair_destroyed() noexcept {
     std::vector<std::function<void()>> releases;
     {
@@ -555,7 +560,7 @@ void qp_impl::close() noexcept {
     std::vector<completion> done;
     std::shared_ptr<poller> left; // leaves its reader out of our lock
     executor_type ex;
-    bool flushing;
+    bool flushing, telling;
     {
         std::lock_guard lock(mutex_);
         if (closed_) return;
@@ -563,8 +568,13 @@ void qp_impl::close() noexcept {
         cancelled_.clear();
         ex = executor_.get();
         // (Nothing to flush once the queue pair is destroyed; no pass to flush it once its
-        // context has shut down: that one's shutdown let go of the handlers already.)
+        // context has shut down.)
         flushing = ex && !destroyed_ && !outstanding_.empty();
+        // Its context has shut down, this queue pair not told yet (closed by a frame that
+        // another member's context_gone destroyed): its handlers go uncalled, but the device
+        // is told first to let go of their buffers (review F2), unless it was already.
+        telling = !ex && !destroyed_ && !outstanding_.empty() && (flush_ == flush_state::telling || !broken_);
+        if (telling) begin_flush();
         if (flushing) {
             begin_flush();
             flushing_ = shared_from_this();
@@ -581,7 +591,8 @@ void qp_impl::close() noexcept {
         ex = {};    // (not kept through a call: its context may shut down meanwhile)
         return flush();
     }
-    if (!ex) return; // the context has shut down
+    if (telling) flush(); // before `done` goes
+    if (!ex) return;      // the context has shut down
     for (auto& c : done) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
     settle();
 }
@@ -592,10 +603,13 @@ void qp_impl::context_gone() noexcept {
     std::vector<std::pair<std::uint64_t, handler>> waiting;
     std::vector<completion> held;
     std::shared_ptr<qp_impl> flushing;
+    std::vector<std::shared_ptr<context_user>> users;
     bool to_error;
     {
         std::lock_guard lock(mutex_);
         if (executor_.get()) return; // it moved to a live context meanwhile: they run there
+        for (auto& u : also_gone_)
+            if (auto p = u.lock()) users.push_back(std::move(p));
         waiting = outstanding_.take_all();
         held.swap(held_);
         cancelled_.clear();
@@ -612,6 +626,7 @@ void qp_impl::context_gone() noexcept {
     }
     if (to_error) flush();
     if (flushing) destroy_later([flushing = std::move(flushing)] {});
+    for (auto& u : users) u->context_gone(); // (a receive_pool's own waiting handler)
 }
 
 namespace qp_ops {

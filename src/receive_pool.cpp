@@ -25,6 +25,7 @@ std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_
         throw std::invalid_argument("receive_pool: depth and message size must be in 1 .. 2^32 - 2");
     std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), depth, message_size));
     pool->qp_->on_destroyed([m = pool->memory_] { m->region.reset(); });
+    pool->qp_->also_tell_when_context_gone(pool);
     for (std::size_t i = 0; i < depth; ++i) pool->post(static_cast<std::uint32_t>(i));
     return pool;
 }
@@ -128,6 +129,12 @@ void receive_pool_impl::close() noexcept {
     waiting_.pop_front();
     lock.unlock();
     abort(std::move(h));
+}
+
+void receive_pool_impl::context_gone() noexcept {
+    std::list<waiter> gone; // destroyed outside the lock: a frame it holds may close the pool
+    std::lock_guard lock(mutex_);
+    gone.swap(waiting_);
 }
 
 // Never inside the initiating call: queued on the queue pair's executor, from there on the

@@ -36,7 +36,7 @@ class received_message;
 
 namespace rdmacm::detail {
 
-class receive_pool_impl : public std::enable_shared_from_this<receive_pool_impl> {
+class receive_pool_impl : public std::enable_shared_from_this<receive_pool_impl>, public context_user {
 public:
     using handler = receive_pool_ops::handler;
 
@@ -62,6 +62,9 @@ public:
     // The owner is gone: a waiting operation ends (operation_aborted), buffers given back
     // are not posted again.
     void close() noexcept;
+    // The queue pair's context shut down (told by the queue pair, after its own handlers
+    // went): a waiting operation's handler goes, never called, as Asio's do.
+    void context_gone() noexcept override;
 
 private:
     struct arrival {

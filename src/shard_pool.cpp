@@ -103,9 +103,13 @@ void pool_impl::report(std::optional<std::size_t> index, const std::exception_pt
 }
 
 // Once stopped, the shards' contexts no longer run: refusals go to the handler's own
-// executor, or for a handler without one to the system executor.
+// executor, or for a handler without one to the system executor. Before, shard `i`'s
+// executor with work tracked: taken under the mutex, while stop() has not let go of the
+// shard, it keeps the shard running until whatever holds it has run — no continuation of
+// an operation lands on a shard that stopped under it (review F3).
 pool_impl::executor_type pool_impl::refusal_executor(std::size_t i) const {
-    return stopping_ ? executor_type(boost::asio::system_executor()) : get_executor(i);
+    if (stopping_) return boost::asio::system_executor();
+    return boost::asio::prefer(get_executor(i), boost::asio::execution::outstanding_work.tracked);
 }
 
 std::optional<std::size_t> pool_impl::running_shard() const noexcept {
@@ -307,17 +311,23 @@ std::optional<pool_impl::ordered_move> pool_impl::order_move(const std::shared_p
     state->moving = true;
     auto target = access::impl(*shards_[to].channel);
     executor_type target_ex = shards_[to].context.get_executor();
+    // The move holds work on both its shards from here until its handler is done (`fallback`
+    // on the new one): each step it posts, to either, finds it running, and stop() waits
+    // for it (review F3: a failed move's count posted to a shard stop() had let go of).
+    auto old_shard = refusal_executor(state->shard);
     lock.unlock();
 
     // (Built in place: Boost 1.81's any_completion_handler move assignment recurses.)
-    return ordered_move{std::move(id), on_migrated(state, to, std::move(handler), fallback, how), std::move(target),
-                        std::move(target_ex)};
+    return ordered_move{std::move(id), on_migrated(state, to, std::move(handler), fallback, std::move(old_shard), how),
+                        std::move(target), std::move(target_ex)};
 }
 
 pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> state, std::size_t to,
-                                               void_handler handler, executor_type fallback, moved_handler how) {
+                                               void_handler handler, executor_type fallback, executor_type old_shard,
+                                               moved_handler how) {
     return void_handler([weak = weak_from_this(), state = std::move(state), to, handler = std::move(handler),
-                         fallback = std::move(fallback), how](error_code migrated) mutable {
+                         fallback = std::move(fallback), old_shard = std::move(old_shard),
+                         how](error_code migrated) mutable {
         auto self = weak.lock(); // weakly, as in place()
         if (!self) return;
         if (migrated) {
@@ -371,7 +381,11 @@ struct rebalance_op {
 };
 
 void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler) {
-    auto fallback = refusal_executor(0);
+    executor_type fallback; // where the report goes: its work held until then
+    {
+        std::lock_guard lock(mutex_);
+        fallback = refusal_executor(0);
+    }
     rebalance_report report;
     report.before = connection_counts();
     auto moves = stopping_ ? std::vector<planned_move>{} : plan(snapshot(), shards_.size());
@@ -383,8 +397,7 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
         ec = errc::no_such_shard;
     if (ec || moves.empty()) {
         report.after = report.before;
-        std::lock_guard lock(mutex_);
-        post_to_handler(shared_from_this(), refusal_executor(0), std::move(handler), ec, std::move(report));
+        post_to_handler(shared_from_this(), fallback, std::move(handler), ec, std::move(report));
         return;
     }
     auto op = std::make_shared<rebalance_op>(std::move(report), moves.size(), std::move(handler));

@@ -146,6 +146,23 @@ BOOST_FIXTURE_TEST_CASE(a_queue_pair_before_the_id_has_a_device, channel_fixture
     }());
 }
 
+// Review D6: a connect on an id never resolved. librdmacm's rdma_connect reads the device's
+// limits off the id and crashed (SIGSEGV, rxe and siw); refused before the call now. The
+// id stays usable: resolved, it connects as any other (refused here: nobody listens there).
+BOOST_FIXTURE_TEST_CASE(a_connect_before_the_id_has_a_device, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        cm_id id(*channel);
+        auto [ec, ev] = co_await id.async_connect(conn_params{}, asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec == make_error_code(errc::no_device), ec.message());
+        auto [ec2, ev2] = co_await id.async_connect(conn_params{}, asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec2 == make_error_code(errc::no_device), "refused once, refused again: " << ec2.message());
+        co_await id.async_resolve_address(device_endpoint(1), 2000ms, use_awaitable);
+        co_await id.async_resolve_route(2000ms, use_awaitable);
+        auto [ec3, ev3] = co_await id.async_connect(conn_params{}, asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec3 != make_error_code(errc::no_device), "resolved, it has one");
+    }());
+}
+
 BOOST_FIXTURE_TEST_CASE(oversized_private_data, channel_fixture) {
     auto l = make_listener(*channel);
     run(ctx, [&]() -> awaitable<void> {

@@ -164,6 +164,15 @@ BOOST_AUTO_TEST_CASE(closed_id_refuses_every_operation) {
     BOOST_TEST(m.start(op_kind::next_event) == make_error_code(errc::not_open));
 }
 
+// Review D6: rdma_connect on an id with no device crashes inside librdmacm.
+BOOST_AUTO_TEST_CASE(a_connect_needs_a_device) {
+    id_machine m;
+    BOOST_TEST(m.start(op_kind::establish, false) == make_error_code(errc::no_device));
+    BOOST_TEST(!m.pending(op_kind::establish), "a refused start leaves nothing outstanding");
+    BOOST_TEST(!m.start(op_kind::resolve_address, false)); // what gives it one
+    BOOST_TEST(!m.start(op_kind::establish, true));
+}
+
 BOOST_AUTO_TEST_CASE(errors_have_messages_and_portable_conditions) {
     error_code ec = errc::rejected;
     BOOST_TEST(ec.category().name() == std::string("asio-rdmacm"));

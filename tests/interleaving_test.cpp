@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -19,8 +20,13 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
+#include <condition_variable>
+#include <fstream>
 #include <functional>
+#include <mutex>
 #include <future>
 #include <optional>
 #include <sstream>
@@ -442,6 +448,54 @@ BOOST_AUTO_TEST_CASE(a_move_keeps_its_target_channel_reading) {
     BOOST_TEST(run_both(f.ctx, other_ctx, [&] { return r.has_value(); }), "the moved id's events were never read");
 }
 
+// Review F4: a move whose id is the last owner of its old channel. The step it posts to the
+// old executor must hold that context before the channel goes: the channel's reader holds
+// the context's last work, and letting go of the channel first let the context run out of
+// work and return from run() before the step came — which then sat on a stopped context,
+// the id moving for good, its handler never run. Forced: the id's executor notes the step's
+// post and holds it until the old context's run() has returned (at most 1 s).
+BOOST_AUTO_TEST_CASE(a_move_from_a_channel_it_was_the_last_to_own_keeps_its_old_context_running) {
+    asio::io_context old_ctx;
+    context_threads t(1); // the target's context
+    std::mutex m;
+    std::condition_variable changed;
+    bool armed = false, old_returned = false;
+    noting_executor<asio::io_context::executor_type> ex(old_ctx.get_executor(), [&] {
+        std::unique_lock lock(m);
+        if (!std::exchange(armed, false)) return;
+        changed.wait_for(lock, 1s, [&] { return old_returned; });
+    });
+    std::optional<event_channel> target(std::in_place, t[0]);
+    std::optional<event_channel> old_channel(std::in_place, old_ctx);
+    cm_id id(asio::any_io_executor(ex), *old_channel);
+    resolve_address(old_ctx, id);
+    old_channel.reset(); // the id is its last owner
+    old_ctx.restart();
+    std::thread runner([&] {
+        old_ctx.run_for(30s); // returns once its work runs out
+        std::lock_guard lock(m);
+        old_returned = true;
+        changed.notify_all();
+    });
+    std::this_thread::sleep_for(100ms); // the old reader idle: the move's call is made here
+    {
+        std::lock_guard lock(m);
+        armed = true;
+    }
+    std::promise<error_code> moved;
+    id.async_migrate(*target, [&](error_code ec) { moved.set_value(ec); });
+    auto done = moved.get_future();
+    BOOST_TEST((done.wait_for(10s) == std::future_status::ready), "the move's handler never ran");
+    runner.join();
+    if (done.wait_for(0s) == std::future_status::ready) BOOST_TEST(!done.get());
+    std::promise<error_code> resolved;
+    id.async_resolve_address(device_endpoint(1), 2s, [&](error_code ec) { resolved.set_value(ec); });
+    BOOST_TEST((resolved.get_future().wait_for(10s) == std::future_status::ready));
+    id.close();
+    target.reset();
+    t.stop();
+}
+
 // Finding 6: connection requests nobody accepts are bounded by listen's backlog; those
 // beyond it are rejected (the peer learns at once) instead of queueing without limit.
 BOOST_AUTO_TEST_CASE(the_backlog_bounds_unaccepted_requests) {
@@ -574,6 +628,88 @@ BOOST_AUTO_TEST_CASE(disconnecting_a_connecting_id_never_blocks_the_caller) {
         f.ctx, [&] { return disconnected.has_value() && connected.has_value(); }, 30s));
 }
 
+// Review D3: a connect to an on-link address where no host answers. On iWARP, rdma_connect
+// is a blocking kernel TCP connect (siw_cm.c: connect() without O_NONBLOCK) for the SYN
+// retries; made inline, it held the io_context's thread that long (a ticker stalled for
+// 130 s, the timer meant to cancel it could not run). Now the call is made on a thread of
+// its own: the context goes on, a cancellation ends the connect at once, and the id is
+// destroyed once the call returns. The test shortens the SYN retries (tcp_syn_retries 2,
+// restored after) so that the call returns within seconds (about 7). On rxe the call never blocked:
+// the request is sent, and the cancellation ends the wait for its answer.
+BOOST_AUTO_TEST_CASE(a_connect_nobody_answers_never_holds_the_context_s_thread) {
+    const char* retries_file = "/proc/sys/net/ipv4/tcp_syn_retries";
+    std::string saved;
+    {
+        std::ifstream in(retries_file);
+        std::getline(in, saved);
+    }
+    BOOST_REQUIRE_MESSAGE(!saved.empty(), "cannot read " << retries_file);
+    struct restore {
+        const char* file;
+        std::string value;
+        ~restore() { std::ofstream(file) << value << '\n'; }
+    } restored{retries_file, saved};
+    {
+        std::ofstream out(retries_file);
+        out << "2\n";
+        BOOST_REQUIRE_MESSAGE(out.good(), "cannot write " << retries_file << " (run as root, as in the test bed's VM)");
+    }
+    channel_fixture f;
+    const std::string self = test_device().ipv4;
+    const endpoint nobody{asio::ip::make_address(self.substr(0, self.rfind('.')) + ".250"), 4791};
+    cm_id id(*f.channel);
+    rdma_cm_id* raw = id.native_handle();
+    asio::cancellation_signal cancel;
+    std::optional<error_code> connected;
+    asio::co_spawn(
+        f.ctx,
+        [&]() -> asio::awaitable<void> {
+            co_await id.async_resolve_address(nobody, 2s, asio::use_awaitable);
+            co_await id.async_resolve_route(2s, asio::use_awaitable);
+            auto attr = rc_qp_attr();
+            id.create_qp(attr);
+            auto [ec, ev] = co_await id.async_connect(
+                conn_params{}, asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
+            connected = ec;
+        },
+        asio::detached);
+    // A ticker on the same context: the longest gap between its ticks is how long the
+    // context's thread was held.
+    asio::steady_timer ticker(f.ctx);
+    auto last = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::duration longest{};
+    bool ticking = true;
+    std::function<void()> tick = [&] {
+        ticker.expires_after(50ms);
+        ticker.async_wait([&](error_code) {
+            const auto now = std::chrono::steady_clock::now();
+            longest = std::max(longest, now - last);
+            last = now;
+            if (ticking) tick();
+        });
+    };
+    tick();
+    BOOST_REQUIRE_MESSAGE(
+        run_until(
+            f.ctx, [&] { return faults::calls("rdma_connect", raw) > 0 || connected.has_value(); }, 10s),
+        "the connect was never made");
+    run_until(
+        f.ctx, [] { return false; }, 1s);
+    cancel.emit(asio::cancellation_type::terminal);
+    BOOST_TEST(run_until(
+                   f.ctx, [&] { return connected.has_value(); }, 2s),
+               "the cancelled connect did not end");
+    BOOST_TEST((connected.value_or(error_code{}) == asio::error::operation_aborted),
+               connected.value_or(error_code{}).message());
+    ticking = false;
+    BOOST_TEST(longest < 2s, "the context's thread was held for "
+                                 << std::chrono::duration_cast<std::chrono::milliseconds>(longest).count() << " ms");
+    id.close(); // destroyed once the call returns (siw: its SYN retries, about 7 s)
+    BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 30s), "never destroyed");
+    run_until(
+        f.ctx, [] { return false; }, 100ms);
+}
+
 // Finding 8: an operation waits on an id that then moves to another context: the work it
 // keeps goes along, so the old context's run() returns once its own I/O is gone (a worker
 // context retired after its connections moved away), and the handler runs on the new one.
@@ -643,6 +779,66 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_accept) {
     BOOST_TEST(!bound, "port " << port << " still bound: " << bound.message());
 }
 
+// Review F1: a listener whose executor is another context's (L) than its channel's reader
+// (this thread's): L is destroyed with a coroutine suspended in the listener's accept, so the
+// shutdown lets go of the frame and the listener closes; its destroy is held at its gate
+// while a client's request reaches the still-listening id. The reader must reject it (the
+// request's id destroyed, never on the reader's thread) and route nothing to the listener.
+// Before: the request's id was wrapped with the executor the shutdown had let go of — a
+// SIGSEGV in the reader (context_bound::state_of under id_impl::make), rxe and siw.
+BOOST_AUTO_TEST_CASE(a_request_reaching_a_listener_whose_context_is_gone_is_rejected) {
+    channel_fixture f;
+    std::optional<asio::io_context> gone_ctx(std::in_place);
+    auto l = std::make_shared<listener>(gone_ctx->get_executor(), *f.channel);
+    l->bind(device_endpoint());
+    l->listen();
+    const unsigned short port = l->local_endpoint().port();
+    rdma_cm_id* raw = l->native_handle();
+    bool accepting = false;
+    asio::co_spawn(
+        *gone_ctx,
+        [l = std::move(l), &accepting]() -> asio::awaitable<void> {
+            accepting = true;
+            co_await l->async_get_request(asio::use_awaitable);
+        },
+        asio::detached);
+    gone_ctx->poll();
+    BOOST_REQUIRE(accepting);
+    std::optional<faults::gate> held(std::in_place, "rdma_destroy_id", raw);
+    gone_ctx.reset(); // the frame goes, the listener closes: its destroy is held
+    BOOST_REQUIRE_MESSAGE(held->wait_entered(), "the listener was never destroyed");
+    const int rejects = faults::calls("rdma_reject");
+    cm_id client(*f.channel);
+    std::optional<queue_pair> client_qp; // (iWARP connects only with one)
+    std::optional<error_code> connected;
+    asio::co_spawn(
+        f.ctx,
+        [&]() -> asio::awaitable<void> {
+            co_await client.async_resolve_address(device_endpoint(port), 2s, asio::use_awaitable);
+            co_await client.async_resolve_route(2s, asio::use_awaitable);
+            client_qp.emplace(client);
+            auto [ec, ev] = co_await client.async_connect(conn_params{}, asio::as_tuple(asio::use_awaitable));
+            connected = ec;
+        },
+        asio::detached);
+    // The request reaches the reader while the listener's id still listens (its destroy held).
+    BOOST_REQUIRE(run_until(
+        f.ctx, [&] { return faults::calls("rdma_connect", client.native_handle()) > 0; }, 10s));
+    const auto read_before = f.channel->events_read();
+    BOOST_REQUIRE(run_until(
+        f.ctx, [&] { return f.channel->events_read() > read_before || connected.has_value(); }, 10s));
+    run_until(
+        f.ctx, [] { return false; }, 200ms); // whatever the reader does with it
+    held.reset();
+    BOOST_TEST(run_until(
+        f.ctx, [&] { return connected.has_value(); }, 20s));
+    BOOST_TEST((connected.value_or(error_code{}) == errc::rejected),
+               "the client's connect ended with " << connected.value_or(error_code{}).message());
+    BOOST_TEST(faults::calls("rdma_reject") > rejects, "the request was never rejected");
+    client_qp.reset();
+    client.close();
+}
+
 // The same with a coroutine suspended on a queue pair's receive: the frame holds the
 // connection (id and queue pair), whose waiting handler holds the frame. The shutdown lets
 // go of the handler (the queue pair put in the error state first, so that the device lets
@@ -680,6 +876,100 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_receive) {
     }
     BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
     BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 10s), "the client's id was never destroyed");
+}
+
+// Review D1: the same with a coroutine suspended in a receive_pool's receive. The pool holds
+// the handler itself (the queue pair holds only the pool's receives): the queue pair, told
+// of the shutdown, tells the pool, whose handler goes too. Before: the frame, the pool and
+// the whole connection stayed (the port bound, the fds open, no disconnect for the peer).
+BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_pool_receive) {
+    struct client_end {
+        cm_id id;
+        queue_pair qp;
+        receive_pool pool;
+        client_end(cm_id i, queue_pair q) : id(std::move(i)), qp(std::move(q)), pool(qp, 4, 64) {}
+    };
+    std::weak_ptr<client_end> gone;
+    rdma_cm_id* raw = nullptr;
+    {
+        asio::io_context ctx;
+        event_channel channel(ctx);
+        auto l = make_listener(channel);
+        connection_pair p;
+        run(ctx, connect_pair(l, channel, p));
+        auto c = std::make_shared<client_end>(std::move(*p.client), std::move(*p.client_qp));
+        raw = c->id.native_handle();
+        gone = c;
+        bool receiving = false;
+        asio::co_spawn(
+            ctx,
+            [c = std::move(c), &receiving]() -> asio::awaitable<void> {
+                receiving = true;
+                co_await c->pool.async_receive(asio::use_awaitable);
+            },
+            asio::detached);
+        run_until(
+            ctx, [] { return false; }, 100ms);
+        BOOST_REQUIRE(receiving); // and so suspended in async_receive
+    }
+    BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
+    BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 10s), "the client's id was never destroyed");
+}
+
+// Review F2: a context's shutdown first takes every member's executor, then tells each.
+// The id's context_gone destroys a frame suspended on it, which closes the queue pair it
+// holds (a receive posted there with a callback): that close sees no executor. The
+// receive's handler goes uncalled, but only after the device was told to let go of its
+// buffer (ibv_modify_qp to the error state). Before: its handler (and the buffer with it)
+// went with no ibv_modify_qp at all; the queue pair's own context_gone then found nothing.
+BOOST_AUTO_TEST_CASE(a_queue_pair_closed_within_its_context_s_shutdown_tells_the_device_first) {
+    struct client_end {
+        cm_id id;
+        queue_pair qp;
+        std::vector<std::byte> buffer = std::vector<std::byte>(64);
+        memory_region mr;
+        client_end(cm_id i, queue_pair q) : id(std::move(i)), qp(std::move(q)), mr(qp.pd(), buffer) {}
+    };
+    // Counts the device's flush orders on `qp` when the receive's handler goes.
+    struct at_destruction {
+        const ibv_qp* qp;
+        std::shared_ptr<int> told_before;
+        at_destruction(const ibv_qp* q, std::shared_ptr<int> t) : qp(q), told_before(std::move(t)) {}
+        at_destruction(at_destruction&& o) noexcept : qp(o.qp), told_before(std::move(o.told_before)) {}
+        ~at_destruction() {
+            if (told_before) *told_before = faults::calls("ibv_modify_qp", qp);
+        }
+    };
+    auto told_before = std::make_shared<int>(-1);
+    int flush_orders = 0; // on the queue pair before the shutdown
+    std::weak_ptr<client_end> gone;
+    {
+        asio::io_context ctx;
+        event_channel channel(ctx);
+        auto l = make_listener(channel);
+        connection_pair p;
+        run(ctx, connect_pair(l, channel, p));
+        auto c = std::make_shared<client_end>(std::move(*p.client), std::move(*p.client_qp));
+        const ibv_qp* qp = c->qp.native_handle();
+        const int before = faults::calls("ibv_modify_qp", qp);
+        c->qp.async_receive(c->mr, c->buffer, [guard = at_destruction(qp, told_before)](error_code, std::size_t) {});
+        gone = c;
+        bool waiting = false;
+        asio::co_spawn(
+            ctx,
+            [c = std::move(c), &waiting]() -> asio::awaitable<void> {
+                waiting = true;
+                co_await c->id.async_next_event(asio::use_awaitable);
+            },
+            asio::detached);
+        run_until(
+            ctx, [] { return false; }, 100ms);
+        BOOST_REQUIRE(waiting);
+        BOOST_REQUIRE(*told_before == -1); // the receive waits
+        flush_orders = before;
+    }
+    BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
+    BOOST_TEST(*told_before > flush_orders, "the receive's handler went before the device was told to flush");
 }
 
 // The same with a coroutine suspended on a move still to make its migrate call (it waits
@@ -815,6 +1105,46 @@ struct placed_on_shard_0 {
 };
 
 } // namespace
+
+// Review F3: stop() racing a rebalance whose move fails. The move's failure is counted on
+// the shard it was going to (its handler's fallback), which stop() had let run out of work
+// once the move gave its channel back: the count was posted to a stopped shard, the
+// rebalance's handler (holding work on shard 0) neither ran nor went, and stop() never
+// returned. A move now holds work on both its shards from its start to its handler.
+// Forced: the migrate call held at its gate (then failed), stop() let go of the shards
+// meanwhile, and shard 0 kept busy by a handler until shard 1 has stopped (at most 2 s).
+BOOST_AUTO_TEST_CASE(a_pool_stop_waits_for_a_rebalance_whose_move_failed) {
+    placed_on_shard_0 f(1);
+    rdma_cm_id* raw = f.conns[0].id().native_handle();
+    std::optional<faults::gate> held(std::in_place, "rdma_migrate_id", raw);
+    faults::inject("rdma_migrate_id", EINVAL);
+    std::future<rebalance_report> report;
+    std::thread rebalancer([&] { report = f.rebalance_to_1(1); }); // (held in the call)
+    BOOST_REQUIRE(held->wait_entered());
+    asio::post(f.pool.get_executor(0), [&] {
+        for (auto deadline = std::chrono::steady_clock::now() + 2s;
+             !f.pool.context(1).stopped() && std::chrono::steady_clock::now() < deadline;)
+            std::this_thread::sleep_for(5ms);
+    });
+    std::promise<void> stopped;
+    std::thread stopper([&] {
+        f.pool.stop();
+        stopped.set_value();
+    });
+    std::this_thread::sleep_for(300ms); // stop() lets go of the shards
+    held.reset();
+    rebalancer.join();
+    if (stopped.get_future().wait_for(30s) != std::future_status::ready) {
+        std::fprintf(stderr, "a_pool_stop_waits_for_a_rebalance_whose_move_failed: stop() never returned\n");
+        std::_Exit(1); // (its thread cannot be joined)
+    }
+    stopper.join();
+    BOOST_TEST(faults::clear() == 0);
+    BOOST_REQUIRE(report.wait_for(0s) == std::future_status::ready);
+    auto r = report.get();
+    BOOST_TEST(r.failed.size() == 1u);
+    BOOST_TEST(r.moved.empty());
+}
 
 // Finding 15: a connection's strand had a step queued on its old shard when the move's
 // last hop ran on the new one. The move ends only after that step, and the step sees the
@@ -1031,6 +1361,65 @@ void close_inside_a_post_of_a_move(side hooked) {
     t.stop();
 }
 } // namespace
+
+// Review F6: a queue pair made while its id moves, its executor read before the move
+// ended, is attached after: attach() points it at the id's new executor, whose execute()
+// (user code) closes the id. Made under the id's lock, that close locked it again on the
+// same thread: a deadlock. Forced: the migrate call held at its gate while the queue pair's
+// creation waits for it; the move's step held back on the old context until the creation
+// is held at ibv_create_cq (its executor read: the old one); the move ends; then the
+// creation goes on, and the new executor's first post closes the id.
+BOOST_AUTO_TEST_CASE(attaching_a_queue_pair_never_holds_the_id_s_lock_into_an_executor) {
+    context_threads t(2); // 0: the id's first context, 1: its new one, through the hook
+    std::atomic<cm_id*> closing{nullptr};
+    std::atomic<bool> closed_in_execute{false};
+    noting_executor hooked_ex(t[1].get_executor(), [&] {
+        if (cm_id* id = closing.exchange(nullptr)) {
+            id->close();
+            closed_in_execute = true;
+        }
+    });
+    {
+        event_channel a(t[0]), b(hooked_ex);
+        cm_id id(a);
+        std::promise<error_code> resolved;
+        id.async_resolve_address(device_endpoint(1), 2s, [&](error_code ec) { resolved.set_value(ec); });
+        auto r = resolved.get_future();
+        BOOST_REQUIRE(r.wait_for(10s) == std::future_status::ready);
+        BOOST_REQUIRE(!r.get());
+        rdma_cm_id* raw = id.native_handle();
+        std::optional<faults::gate> migrate_held(std::in_place, "rdma_migrate_id", raw);
+        std::promise<error_code> moved;
+        std::thread mover([&] { id.async_migrate(b, [&](error_code ec) { moved.set_value(ec); }); });
+        BOOST_REQUIRE(migrate_held->wait_entered());
+        std::optional<faults::gate> cq_held(std::in_place, "ibv_create_cq", raw->verbs);
+        std::promise<void> made;
+        std::thread maker([&] {
+            try {
+                queue_pair qp(id); // waits out the migrate call, then is held at its CQ
+            } catch (const std::exception&) {
+                // closed meanwhile: fine
+            }
+            made.set_value();
+        });
+        asio::post(t[0], [&] { cq_held->wait_entered(); }); // the move's step waits behind it
+        std::this_thread::sleep_for(100ms);                 // (the maker waiting for the call)
+        migrate_held.reset();
+        mover.join();
+        auto m = moved.get_future();
+        BOOST_REQUIRE(m.wait_for(10s) == std::future_status::ready);
+        BOOST_REQUIRE(!m.get());
+        closing = &id;
+        cq_held.reset();
+        if (made.get_future().wait_for(20s) != std::future_status::ready) {
+            std::fprintf(stderr, "attaching_a_queue_pair_never_holds_the_id_s_lock_into_an_executor: deadlocked\n");
+            std::_Exit(1); // (its thread cannot be joined)
+        }
+        maker.join();
+        BOOST_TEST(closed_in_execute.load(), "the attach posted nothing through the id's new executor");
+    }
+    t.stop();
+}
 
 // Found by churn_test under ASan (246ba6c): a close() whose destroy ran while the end of a
 // move handed the id's queue pair over to the new executor; the move's last step then saw

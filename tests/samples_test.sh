@@ -3,6 +3,7 @@
 # (greeting, disconnect, SIGINT stops the server cleanly), the live migration demo, the
 # echo client and server over send/receive, the sharded echo server and the rebalance demo,
 # and rdma-core's ucmatose and cmtime clients against our cmatose_server. Bounded in time.
+# One kernel race is retried, named and bounded (ucmatose on siw, below); nothing else is.
 set -euo pipefail
 samples=$1
 addr_var=RDMACM_ADDR_${RDMACM_TEST_DEVICE:?run through ctest}
@@ -104,9 +105,25 @@ grep -q 'lost: 0$' <<<"$rebalance"
 grep -q 'rebalance demo: OK' <<<"$rebalance"
 
 # Interoperability: rdma-core's own clients against our server.
-start_server "$samples/cmatose_server" "$addr" 0 10 100
-timeout 30 ucmatose -s "$addr" -p "$port" -C 10 -S 100 -c 2
-stop_server
+# ucmatose's protocol has the server send first; on siw a first message that arrives behind
+# the server's MPA reply, before the client read that reply, fails the client's connect
+# (Linux 6.1 siw_cm.c, siw_proc_mpareply: "peer sent extra data"; docs/semantics.md R10):
+# a kernel race no server can avoid. Exactly that failure is retried, at most twice, each
+# retry said; anything else fails at once.
+race='cmatose: event: RDMA_CM_EVENT_CONNECT_ERROR, error: -22'
+for attempt in 1 2 3; do
+    start_server "$samples/cmatose_server" "$addr" 0 10 100
+    status=0
+    ucmatose_out=$(timeout 30 ucmatose -s "$addr" -p "$port" -C 10 -S 100 -c 2 2>&1) || status=$?
+    echo "$ucmatose_out"
+    stop_server
+    [ $status = 0 ] && break
+    if [ $attempt = 3 ] || ! grep -qx "$race" <<<"$ucmatose_out"; then
+        echo "ucmatose failed (exit status $status)"
+        exit 1
+    fi
+    echo "RETRY $attempt of 2: ucmatose met siw's first-message race (semantics R10): $race"
+done
 [ "$(grep -c 'sent 10, received 10' "$out")" = 2 ]
 start_server "$samples/cmatose_server" "$addr" 0 0
 timeout 30 cmtime -s "$addr" -p "$port" -c 10

@@ -140,8 +140,8 @@ public:
     /// listens), errc::unreachable, errc::connect_error, errc::disconnected (the connection
     /// went before it was established: DISCONNECTED, or TIMEWAIT_EXIT alone),
     /// errc::device_removed, errc::private_data_too_long, the call's errno, errc::not_open,
-    /// errc::operation_in_progress, operation_aborted. Executor: the handler's, by default
-    /// `get_executor()`.
+    /// errc::operation_in_progress, errc::no_device (the address was never resolved),
+    /// operation_aborted. Executor: the handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).

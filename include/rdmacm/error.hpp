@@ -44,7 +44,7 @@ enum class errc {
     no_such_shard,                ///< a shard index (given, or from a placement) out of range
     pool_stopped,                 ///< the shard pool is stopping or stopped
     too_many_buffers,             ///< more buffers in one data operation than the queue pair takes
-    no_device,                    ///< a queue pair on an id with no RDMA device yet (resolve first)
+    no_device,                    ///< a queue pair or a connect on an id with no RDMA device yet (resolve first)
 };
 
 /// The category of `errc` values ("asio-rdmacm").

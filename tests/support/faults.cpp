@@ -208,6 +208,7 @@ RDMACM_WRAP(int, -1, rdma_accept, (rdma_cm_id * id, rdma_conn_param* p), (id, p)
 RDMACM_WRAP(int, -1, rdma_disconnect, (rdma_cm_id * id), (id), id)
 RDMACM_WRAP(int, -1, rdma_migrate_id, (rdma_cm_id * id, rdma_event_channel* ch), (id, ch), id)
 RDMACM_WRAP(int, -1, rdma_destroy_id, (rdma_cm_id * id), (id), id)
+RDMACM_WRAP(int, -1, rdma_reject, (rdma_cm_id * id, const void* data, uint8_t length), (id, data, length), id)
 
 // A CM event channel's read that found nothing (a reader's pass ending: EAGAIN) can also be
 // held once the real call returned, named "rdma_get_cm_event found nothing".

@@ -55,8 +55,10 @@ public:
     // May an operation of `kind` start? Marks it outstanding if so. Refused when the id is
     // closed (not_open), when its device was removed (device_removed; next_event excepted),
     // when one of that kind is outstanding, or when a cancelled one still has its CM event
-    // to come (both operation_in_progress).
-    error_code start(op_kind kind) noexcept;
+    // to come (both operation_in_progress), and a connect or accept (establish) on an id
+    // bound to no device yet (`has_device`: the caller reads it off the id; no_device —
+    // librdmacm's rdma_connect reads the device's limits and crashes without one).
+    error_code start(op_kind kind, bool has_device = true) noexcept;
     bool outstanding(op_kind kind) const noexcept { return slot(kind) == state::outstanding; }
     // An operation of `kind` is outstanding, or a cancelled one still has its event to come.
     bool pending(op_kind kind) const noexcept { return slot(kind) != state::idle; }
