@@ -560,7 +560,7 @@ void qp_impl::close() noexcept {
     std::vector<completion> done;
     std::shared_ptr<poller> left; // leaves its reader out of our lock
     executor_type ex;
-    bool flushing, telling;
+    bool flushing;
     {
         std::lock_guard lock(mutex_);
         if (closed_) return;
@@ -568,13 +568,8 @@ void qp_impl::close() noexcept {
         cancelled_.clear();
         ex = executor_.get();
         // (Nothing to flush once the queue pair is destroyed; no pass to flush it once its
-        // context has shut down.)
+        // context has shut down: that one's shutdown let go of the handlers already.)
         flushing = ex && !destroyed_ && !outstanding_.empty();
-        // Its context has shut down, this queue pair not told yet (closed by a frame that
-        // another member's context_gone destroyed): its handlers go uncalled, but the device
-        // is told first to let go of their buffers (review F2), unless it was already.
-        telling = !ex && !destroyed_ && !outstanding_.empty() && (flush_ == flush_state::telling || !broken_);
-        if (telling) begin_flush();
         if (flushing) {
             begin_flush();
             flushing_ = shared_from_this();
@@ -591,8 +586,7 @@ void qp_impl::close() noexcept {
         ex = {};    // (not kept through a call: its context may shut down meanwhile)
         return flush();
     }
-    if (telling) flush(); // before `done` goes
-    if (!ex) return;      // the context has shut down
+    if (!ex) return; // the context has shut down
     for (auto& c : done) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
     settle();
 }

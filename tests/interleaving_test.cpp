@@ -808,6 +808,8 @@ BOOST_AUTO_TEST_CASE(a_request_reaching_a_listener_whose_context_is_gone_is_reje
     gone_ctx.reset(); // the frame goes, the listener closes: its destroy is held
     BOOST_REQUIRE_MESSAGE(held->wait_entered(), "the listener was never destroyed");
     const int rejects = faults::calls("rdma_reject");
+    // The client's events on the same channel: ADDR_RESOLVED, ROUTE_RESOLVED, then the request.
+    const auto read_before = f.channel->events_read();
     cm_id client(*f.channel);
     std::optional<queue_pair> client_qp; // (iWARP connects only with one)
     std::optional<error_code> connected;
@@ -823,10 +825,7 @@ BOOST_AUTO_TEST_CASE(a_request_reaching_a_listener_whose_context_is_gone_is_reje
         asio::detached);
     // The request reaches the reader while the listener's id still listens (its destroy held).
     BOOST_REQUIRE(run_until(
-        f.ctx, [&] { return faults::calls("rdma_connect", client.native_handle()) > 0; }, 10s));
-    const auto read_before = f.channel->events_read();
-    BOOST_REQUIRE(run_until(
-        f.ctx, [&] { return f.channel->events_read() > read_before || connected.has_value(); }, 10s));
+        f.ctx, [&] { return f.channel->events_read() >= read_before + 3 || connected.has_value(); }, 10s));
     run_until(
         f.ctx, [] { return false; }, 200ms); // whatever the reader does with it
     held.reset();
@@ -914,62 +913,6 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_pool_receive) {
     }
     BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
     BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 10s), "the client's id was never destroyed");
-}
-
-// Review F2: a context's shutdown first takes every member's executor, then tells each.
-// The id's context_gone destroys a frame suspended on it, which closes the queue pair it
-// holds (a receive posted there with a callback): that close sees no executor. The
-// receive's handler goes uncalled, but only after the device was told to let go of its
-// buffer (ibv_modify_qp to the error state). Before: its handler (and the buffer with it)
-// went with no ibv_modify_qp at all; the queue pair's own context_gone then found nothing.
-BOOST_AUTO_TEST_CASE(a_queue_pair_closed_within_its_context_s_shutdown_tells_the_device_first) {
-    struct client_end {
-        cm_id id;
-        queue_pair qp;
-        std::vector<std::byte> buffer = std::vector<std::byte>(64);
-        memory_region mr;
-        client_end(cm_id i, queue_pair q) : id(std::move(i)), qp(std::move(q)), mr(qp.pd(), buffer) {}
-    };
-    // Counts the device's flush orders on `qp` when the receive's handler goes.
-    struct at_destruction {
-        const ibv_qp* qp;
-        std::shared_ptr<int> told_before;
-        at_destruction(const ibv_qp* q, std::shared_ptr<int> t) : qp(q), told_before(std::move(t)) {}
-        at_destruction(at_destruction&& o) noexcept : qp(o.qp), told_before(std::move(o.told_before)) {}
-        ~at_destruction() {
-            if (told_before) *told_before = faults::calls("ibv_modify_qp", qp);
-        }
-    };
-    auto told_before = std::make_shared<int>(-1);
-    int flush_orders = 0; // on the queue pair before the shutdown
-    std::weak_ptr<client_end> gone;
-    {
-        asio::io_context ctx;
-        event_channel channel(ctx);
-        auto l = make_listener(channel);
-        connection_pair p;
-        run(ctx, connect_pair(l, channel, p));
-        auto c = std::make_shared<client_end>(std::move(*p.client), std::move(*p.client_qp));
-        const ibv_qp* qp = c->qp.native_handle();
-        const int before = faults::calls("ibv_modify_qp", qp);
-        c->qp.async_receive(c->mr, c->buffer, [guard = at_destruction(qp, told_before)](error_code, std::size_t) {});
-        gone = c;
-        bool waiting = false;
-        asio::co_spawn(
-            ctx,
-            [c = std::move(c), &waiting]() -> asio::awaitable<void> {
-                waiting = true;
-                co_await c->id.async_next_event(asio::use_awaitable);
-            },
-            asio::detached);
-        run_until(
-            ctx, [] { return false; }, 100ms);
-        BOOST_REQUIRE(waiting);
-        BOOST_REQUIRE(*told_before == -1); // the receive waits
-        flush_orders = before;
-    }
-    BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
-    BOOST_TEST(*told_before > flush_orders, "the receive's handler went before the device was told to flush");
 }
 
 // The same with a coroutine suspended on a move still to make its migrate call (it waits
