@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <system_error>
 #include <thread>
 
 namespace rdmacm::detail {
@@ -98,8 +99,7 @@ void id_impl::install_canceller(any_handler& handler, op_kind kind, std::uint32_
 }
 
 void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call) {
-    error_code ec = synchronous_ && !machine_.closed() ? error_code(errc::synchronous_mode)
-                                                       : machine_.start(kind, !machine_.closed() && id_->verbs);
+    error_code ec = synchronous_ && !machine_.closed() ? error_code(errc::synchronous_mode) : start_in_machine(kind);
     if (ec) {
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
@@ -143,16 +143,26 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
         ++calls_in_flight_;
         rdma_cm_id* id = id_;
         lock.unlock();
-        std::thread([self = shared_from_this(), call, id, kind, generation] {
-            error_code failed = call(*self, id);
-            std::unique_lock relock(self->mutex_);
-            --self->calls_in_flight_;
-            self->call_returned(relock, kind, generation, failed);
-        }).detach();
+        try {
+            std::thread([self = shared_from_this(), call, id, kind, generation] {
+                error_code failed = call(*self, id);
+                std::unique_lock relock(self->mutex_);
+                --self->calls_in_flight_;
+                self->call_returned(relock, kind, generation, failed);
+            }).detach();
+        } catch (const std::system_error& e) { // no thread to be had: the operation fails, nothing is called
+            lock.lock();
+            --calls_in_flight_;
+            call_returned(lock, kind, generation, error_code(e.code().value(), boost::system::generic_category()));
+        }
         return;
     }
     ec = make_call(lock, call);
     call_returned(lock, kind, generation, ec);
+}
+
+error_code id_impl::start_in_machine(op_kind kind) noexcept {
+    return machine_.start(kind, !machine_.closed() && id_->verbs); // (id_ is valid until closed)
 }
 
 bool id_impl::may_block(op_kind kind, const op_call& call) const noexcept {
@@ -263,7 +273,8 @@ bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
     dp->end_move(ex);
     std::lock_guard lock(mutex_);
     // A move that began meanwhile told the queue pair before the end_move above undid it.
-    if (migration_) data_path_->begin_move();
+    // (One that was abandoned since ends the queue pair's move itself, or did already.)
+    if (migration_ && !migration_->settled) data_path_->begin_move();
     return true;
 }
 
@@ -454,7 +465,7 @@ void id_impl::reject_request(const std::shared_ptr<channel_impl>& channel, rdma_
     // Rejected and destroyed on the destroyer thread, never the reader's; the channel
     // (owned meanwhile) outlives the id, as librdmacm requires.
     channel->add_owner();
-    destroy_later([channel, new_id]() mutable {
+    destroy_later([channel = std::shared_ptr(channel), new_id]() mutable {
         rdma_reject(new_id, nullptr, 0);
         rdma_destroy_id(new_id);
         auto& reader = *channel; // (its last reference goes on its own context)

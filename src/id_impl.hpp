@@ -188,6 +188,9 @@ private:
     void install_canceller(any_handler& handler, op_kind kind, std::uint32_t generation, bool deferred);
     // Lock held on entry, released on return.
     void start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call);
+    // The machine's answer to an operation of `kind` starting, told whether the id has a
+    // device (lock held).
+    error_code start_in_machine(op_kind kind) noexcept;
     // Whether `call` (starting an operation of `kind`) can block in the kernel: it is made
     // on a thread of its own then, never the caller's (lock held).
     bool may_block(op_kind kind, const op_call& call) const noexcept;

@@ -305,15 +305,20 @@ void id_impl::end_migration(error_code ec, how mode) {
         target = migration_->target;
         handler.emplace(std::move(migration_->handler));
         if (mode == how::post) ex = migration_->old_executor;
-        release_if_idle(lock); // closed: the id goes now, whenever the end runs
     }
-    if (target) target->remove_owner(); // taken at the start, not needed now
+    // The end is posted before anything is let go of: the target's owner, or the id (whose
+    // destroy lets go of its channel, maybe the old context's last work) — as a move's step
+    // is (review F4).
     if (ex)
         boost::asio::post(ex, [self = shared_from_this(), ec, handler = std::move(*handler)]() mutable {
             self->finish_migration(ec, handler);
         });
-    else
-        finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
+    if (target) target->remove_owner(); // taken at the start, not needed now
+    {
+        std::unique_lock lock(mutex_);
+        release_if_idle(lock); // closed: the id goes now, whenever the end runs
+    }
+    if (!ex) finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
 }
 
 id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {

@@ -15,7 +15,9 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/prefer.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -123,7 +125,11 @@ private:
     void_handler on_migrated(std::shared_ptr<pooled_state> state, std::size_t to, void_handler handler,
                              executor_type fallback, executor_type old_shard, moved_handler how);
     void join();
-    static connection failed_connection(const executor_type& ex) { return {cm_id(ex), {}, nullptr, ex}; }
+    // An unopened connection on `ex`, which holds no work there (a refusal's executor may).
+    static connection failed_connection(const executor_type& ex) {
+        const executor_type on = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.untracked);
+        return {cm_id(on), {}, nullptr, on};
+    }
 
     mutable std::mutex mutex_;
     placement_policy placement_;

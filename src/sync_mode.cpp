@@ -59,7 +59,7 @@ cm_event id_impl::call_sync(op_kind kind, const op_call& call, error_code& ec) {
     // DREP), and librdmacm would wait for an event forever: the connection is down
     // already, the id's destruction answers the peer.
     if (kind == op_kind::disconnect && machine_.disconnected()) return {};
-    if ((ec = machine_.start(kind))) return {};
+    if ((ec = start_in_machine(kind))) return {};
     // librdmacm's own wait inside the call cannot be interrupted: a close() meanwhile
     // destroys the id when the call returns (calls_in_flight_).
     in_sync_call_ = true;

@@ -147,7 +147,8 @@ BOOST_FIXTURE_TEST_CASE(a_queue_pair_before_the_id_has_a_device, channel_fixture
 }
 
 // Review D6: a connect on an id never resolved. librdmacm's rdma_connect reads the device's
-// limits off the id and crashed (SIGSEGV, rxe and siw); refused before the call now. The
+// limits off the id and crashed (SIGSEGV, rxe and siw); refused before the call now, in
+// synchronous mode too. The
 // id stays usable: resolved, it connects as any other (refused here: nobody listens there).
 BOOST_FIXTURE_TEST_CASE(a_connect_before_the_id_has_a_device, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
@@ -160,6 +161,12 @@ BOOST_FIXTURE_TEST_CASE(a_connect_before_the_id_has_a_device, channel_fixture) {
         co_await id.async_resolve_route(2000ms, use_awaitable);
         auto [ec3, ev3] = co_await id.async_connect(conn_params{}, asio::as_tuple(use_awaitable));
         BOOST_TEST(ec3 != make_error_code(errc::no_device), "resolved, it has one");
+        // The blocking connect of synchronous mode is refused alike.
+        cm_id blocking(*channel);
+        co_await blocking.async_migrate(synchronous, use_awaitable);
+        error_code ec4;
+        blocking.connect(conn_params{}, ec4);
+        BOOST_TEST(ec4 == make_error_code(errc::no_device), ec4.message());
     }());
 }
 

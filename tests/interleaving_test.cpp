@@ -657,6 +657,10 @@ BOOST_AUTO_TEST_CASE(a_connect_nobody_answers_never_holds_the_context_s_thread) 
     channel_fixture f;
     const std::string self = test_device().ipv4;
     const endpoint nobody{asio::ip::make_address(self.substr(0, self.rfind('.')) + ".250"), 4791};
+    // Holds the device in librdmacm until the connecting id is gone: that id is destroyed
+    // before its queue pair (siw blocks the other order), and were it the device's last,
+    // librdmacm's protection domain, still used by the queue pair, would leak (16 bytes).
+    listener device_holder = make_listener(*f.channel);
     cm_id id(*f.channel);
     rdma_cm_id* raw = id.native_handle();
     asio::cancellation_signal cancel;
@@ -1316,7 +1320,11 @@ BOOST_AUTO_TEST_CASE(attaching_a_queue_pair_never_holds_the_id_s_lock_into_an_ex
     context_threads t(2); // 0: the id's first context, 1: its new one, through the hook
     std::atomic<cm_id*> closing{nullptr};
     std::atomic<bool> closed_in_execute{false};
+    std::atomic<std::thread::id> maker_thread{};
+    // Only a post made by the queue pair's maker (its attach) closes the id: the new
+    // channel's reader posts through this executor too.
     noting_executor hooked_ex(t[1].get_executor(), [&] {
+        if (std::this_thread::get_id() != maker_thread.load()) return;
         if (cm_id* id = closing.exchange(nullptr)) {
             id->close();
             closed_in_execute = true;
@@ -1338,6 +1346,7 @@ BOOST_AUTO_TEST_CASE(attaching_a_queue_pair_never_holds_the_id_s_lock_into_an_ex
         std::optional<faults::gate> cq_held(std::in_place, "ibv_create_cq", raw->verbs);
         std::promise<void> made;
         std::thread maker([&] {
+            maker_thread = std::this_thread::get_id();
             try {
                 queue_pair qp(id); // waits out the migrate call, then is held at its CQ
             } catch (const std::exception&) {
