@@ -842,18 +842,20 @@ BOOST_AUTO_TEST_CASE(a_request_reaching_a_listener_whose_context_is_gone_is_reje
     client.close();
 }
 
-// The same with a coroutine suspended on a queue pair's receive: the frame holds the
-// connection (id and queue pair), whose waiting handler holds the frame. The shutdown lets
-// go of the handler (the queue pair put in the error state first, so that the device lets
-// go of the buffer), so the frame and the connection go, and the id is destroyed.
-BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_receive) {
-    struct client_end {
-        cm_id id;
-        queue_pair qp;
-        std::vector<std::byte> buffer = std::vector<std::byte>(64);
-        memory_region mr;
-        client_end(cm_id i, queue_pair q) : id(std::move(i)), qp(std::move(q)), mr(qp.pd(), buffer) {}
-    };
+namespace {
+// A connection's client end, held by a coroutine suspended in a receive (`receive(end)`)
+// when its io_context is destroyed: the frame, and with it the connection, must go, and
+// the client's id be destroyed.
+struct client_end {
+    cm_id id;
+    queue_pair qp;
+    std::vector<std::byte> buffer = std::vector<std::byte>(64);
+    memory_region mr;
+    receive_pool pool;
+    client_end(cm_id i, queue_pair q) : id(std::move(i)), qp(std::move(q)), mr(qp.pd(), buffer), pool(qp, 4, 64) {}
+};
+template <typename Receive>
+void destroying_a_context_frees_a_coroutine_suspended_in(Receive receive) {
     std::weak_ptr<client_end> gone;
     rdma_cm_id* raw = nullptr;
     {
@@ -868,17 +870,27 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_receive) {
         bool receiving = false;
         asio::co_spawn(
             ctx,
-            [c = std::move(c), &receiving]() -> asio::awaitable<void> {
+            [c = std::move(c), &receiving, receive]() -> asio::awaitable<void> {
                 receiving = true;
-                co_await c->qp.async_receive(c->mr, c->buffer, asio::use_awaitable);
+                co_await receive(*c);
             },
             asio::detached);
         run_until(
             ctx, [] { return false; }, 100ms);
-        BOOST_REQUIRE(receiving); // and so suspended in async_receive
+        BOOST_REQUIRE(receiving); // and so suspended in its receive
     }
     BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
     BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 10s), "the client's id was never destroyed");
+}
+} // namespace
+
+// The same with a coroutine suspended on a queue pair's receive: the frame holds the
+// connection (id and queue pair), whose waiting handler holds the frame. The shutdown lets
+// go of the handler (the queue pair put in the error state first, so that the device lets
+// go of the buffer), so the frame and the connection go, and the id is destroyed.
+BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_receive) {
+    destroying_a_context_frees_a_coroutine_suspended_in(
+        [](client_end& c) { return c.qp.async_receive(c.mr, c.buffer, asio::use_awaitable); });
 }
 
 // Review D1: the same with a coroutine suspended in a receive_pool's receive. The pool holds
@@ -886,37 +898,8 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_receive) {
 // of the shutdown, tells the pool, whose handler goes too. Before: the frame, the pool and
 // the whole connection stayed (the port bound, the fds open, no disconnect for the peer).
 BOOST_AUTO_TEST_CASE(destroying_a_context_frees_a_suspended_pool_receive) {
-    struct client_end {
-        cm_id id;
-        queue_pair qp;
-        receive_pool pool;
-        client_end(cm_id i, queue_pair q) : id(std::move(i)), qp(std::move(q)), pool(qp, 4, 64) {}
-    };
-    std::weak_ptr<client_end> gone;
-    rdma_cm_id* raw = nullptr;
-    {
-        asio::io_context ctx;
-        event_channel channel(ctx);
-        auto l = make_listener(channel);
-        connection_pair p;
-        run(ctx, connect_pair(l, channel, p));
-        auto c = std::make_shared<client_end>(std::move(*p.client), std::move(*p.client_qp));
-        raw = c->id.native_handle();
-        gone = c;
-        bool receiving = false;
-        asio::co_spawn(
-            ctx,
-            [c = std::move(c), &receiving]() -> asio::awaitable<void> {
-                receiving = true;
-                co_await c->pool.async_receive(asio::use_awaitable);
-            },
-            asio::detached);
-        run_until(
-            ctx, [] { return false; }, 100ms);
-        BOOST_REQUIRE(receiving); // and so suspended in async_receive
-    }
-    BOOST_TEST(gone.expired(), "the suspended coroutine's frame (and its connection) outlived the context");
-    BOOST_TEST(faults::wait_calls("rdma_destroy_id", raw, 1, 10s), "the client's id was never destroyed");
+    destroying_a_context_frees_a_coroutine_suspended_in(
+        [](client_end& c) { return c.pool.async_receive(asio::use_awaitable); });
 }
 
 // The same with a coroutine suspended on a move still to make its migrate call (it waits
