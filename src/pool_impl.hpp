@@ -101,9 +101,9 @@ private:
     // whichever thread ran it): to the user's handler, else stderr.
     void report(std::optional<std::size_t> index, const std::exception_ptr& e) const noexcept;
     bool on_pool_thread() const noexcept;
-    // Under mutex_: where a refusal or an operation's end goes (shard i's executor, its work
-    // tracked; the system executor once stopping).
-    executor_type refusal_executor(std::size_t i) const;
+    // Under mutex_: where a refusal or an operation's end goes, holding that shard running
+    // until then (shard i's executor, its work tracked; the system executor once stopping).
+    executor_type holding_executor(std::size_t i) const;
     void accept_next(std::shared_ptr<serve_loop> loop);
     // How a move's handler runs once it moved: posted (a user's), or called inside the
     // connection's strand on its new shard (the rebalance's count of its moves, which posts

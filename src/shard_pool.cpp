@@ -107,7 +107,7 @@ void pool_impl::report(std::optional<std::size_t> index, const std::exception_pt
 // executor with work tracked: taken under the mutex, while stop() has not let go of the
 // shard, it keeps the shard running until whatever holds it has run — no continuation of
 // an operation lands on a shard that stopped under it (review F3).
-pool_impl::executor_type pool_impl::refusal_executor(std::size_t i) const {
+pool_impl::executor_type pool_impl::holding_executor(std::size_t i) const {
     if (stopping_) return boost::asio::system_executor();
     return boost::asio::prefer(get_executor(i), boost::asio::execution::outstanding_work.tracked);
 }
@@ -169,7 +169,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
         if (to >= shards_.size()) ec = errc::no_such_shard;
     }
     if (ec) {
-        auto ex = refusal_executor(0);
+        auto ex = holding_executor(0);
         post_to_handler(shared_from_this(), ex, std::move(handler), ec, failed_connection(ex));
         return; // the request's id goes with it: rejected
     }
@@ -293,7 +293,7 @@ void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to,
 std::optional<pool_impl::ordered_move> pool_impl::order_move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                                                              void_handler handler, moved_handler how) {
     std::unique_lock lock(mutex_);
-    auto fallback = refusal_executor(to < shards_.size() ? to : 0);
+    auto fallback = holding_executor(to < shards_.size() ? to : 0);
     auto id = state ? state->id.lock() : nullptr;
     error_code ec;
     if (stopping_)
@@ -314,7 +314,7 @@ std::optional<pool_impl::ordered_move> pool_impl::order_move(const std::shared_p
     // The move holds work on both its shards from here until its handler is done (`fallback`
     // on the new one): each step it posts, to either, finds it running, and stop() waits
     // for it (review F3: a failed move's count posted to a shard stop() had let go of).
-    auto old_shard = refusal_executor(state->shard);
+    auto old_shard = holding_executor(state->shard);
     lock.unlock();
 
     // (Built in place: Boost 1.81's any_completion_handler move assignment recurses.)
@@ -384,7 +384,7 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
     executor_type fallback; // where the report goes: its work held until then
     {
         std::lock_guard lock(mutex_);
-        fallback = refusal_executor(0);
+        fallback = holding_executor(0);
     }
     rebalance_report report;
     report.before = connection_counts();
