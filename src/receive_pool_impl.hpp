@@ -36,7 +36,7 @@ class received_message;
 
 namespace rdmacm::detail {
 
-class receive_pool_impl : public std::enable_shared_from_this<receive_pool_impl>, public context_user {
+class receive_pool_impl final : public std::enable_shared_from_this<receive_pool_impl>, public context_user {
 public:
     using handler = receive_pool_ops::handler;
 
