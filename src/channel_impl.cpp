@@ -8,6 +8,8 @@
 #include <poll.h>
 
 #include <atomic>
+#include <cerrno>
+#include <utility>
 
 namespace rdmacm::detail {
 
@@ -50,7 +52,19 @@ void channel_impl::remove_owner() noexcept {
 void channel_impl::drain() {
     if (stopped()) return;
     std::lock_guard lock(route_mutex_);
-    kick_pending_.store(false, std::memory_order_release); // what was moved before is read now
+    drain_locked();
+}
+
+thread_local const channel_impl* channel_impl::draining_ = nullptr;
+
+void channel_impl::drain_locked() {
+    struct in_drain { // (restored on the way out: a handler run inline may throw)
+        const channel_impl* outer = std::exchange(draining_, nullptr);
+        ~in_drain() { draining_ = outer; }
+    } scope;
+    draining_ = this;
+    kick_pending_.store(false, std::memory_order_release);     // what was moved before is read now
+    const auto moves = moves_.load(std::memory_order_acquire); // their calls made: their events queued here
     rdma_cm_event* ev = nullptr;
     while (!stopped()) {
         int got;
@@ -58,7 +72,10 @@ void channel_impl::drain() {
             std::lock_guard read(read_mutex_);
             got = rdma_get_cm_event(channel_, &ev);
         }
-        if (got != 0) break;
+        if (got != 0) {
+            if (errno == EAGAIN) drained_upto_ = moves;
+            break;
+        }
         events_read_.fetch_add(1, std::memory_order_relaxed);
         // Copy, take the routing pointers, then ack at once: migrate and destroy never
         // wait for an event we hold (semantics R1).
@@ -78,6 +95,26 @@ void channel_impl::drain() {
     }
     // EAGAIN: drained. Anything else (ENOMEM) leaves the events queued: the next wait
     // fires again at once since the fd is still readable.
+}
+
+void channel_impl::read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route) {
+    if (drained_upto_ < ticket) {
+        // Most moves bring no event along: a poll says so without librdmacm's read (which
+        // allocates its event before asking), and counts as a drain to EAGAIN.
+        const auto moves = moves_.load(std::memory_order_acquire);
+        if (!has_queued_event(channel_)) {
+            drained_upto_ = moves;
+            return route.unlock();
+        }
+        try {
+            drain_locked();
+        } catch (...) {
+            route.unlock();
+            kick();
+            throw;
+        }
+    }
+    route.unlock();
 }
 
 bool channel_impl::has_queued_event(const rdma_event_channel* channel) noexcept {

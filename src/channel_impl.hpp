@@ -70,19 +70,29 @@ public:
         run_on_reader([self = std::static_pointer_cast<channel_impl>(shared_from_this())] { self->read(); });
     }
 
-    // rdma_migrate_id moved an id here: its queued events came along unannounced (above).
-    // Each move marks the channel after its call, and looks later (look_after_moves): one
-    // look after any number of marks covers them all, so a rebalance moving many ids here
-    // at once looks about once, not once per id.
-    // (A read-modify-write, not a store: each mark stays in the release sequence the look
-    // acquires, so every move marked before a look has its call ordered before the poll.)
-    void moved_here() noexcept { look_needed_.exchange(true, std::memory_order_acq_rel); }
-    // If a move marked the channel since the last look: whether anything waits (a poll, no
-    // read), and a kick if so. True when it kicked.
-    bool look_after_moves() {
-        if (!look_needed_.exchange(false, std::memory_order_acq_rel) || !has_queued_event(channel_)) return false;
-        kick();
-        return true;
+    // A move's call into this channel is made (rdma_migrate_id returned): the ticket its
+    // read_after_move() is made with.
+    std::uint64_t moved_here() noexcept { return moves_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+    // Runs f(here) once a read begun after the move of `ticket` was made has drained the channel:
+    // the move's events that the kernel moved along unannounced (above) are then read, and
+    // held by the moving id, before f ends the move. The read is this one's, unless an
+    // earlier one began after that move and drained to EAGAIN (moves made at once read about
+    // once: a rebalance). Reads are made by one at a time (the routing lock), so each move's
+    // read comes after its own call, and its end after its read, whatever the other moves
+    // into the channel do — review F5: a mark shared between moves let one move's look take
+    // another's, whose end then overtook its event. Here, when the reader is idle (its
+    // routing lock taken without waiting: `here` true); else on its strand, f after it.
+    template <typename F>
+    void read_after_move(std::uint64_t ticket, F f) {
+        if (draining_ != this) { // (else inside drain_locked(), on this thread: the lock is held)
+            std::unique_lock route(route_mutex_, std::try_to_lock);
+            if (route) return read_then(ticket, route, [&f] { f(true); });
+        }
+        run_on_reader_or_here(
+            [self = std::static_pointer_cast<channel_impl>(shared_from_this()), ticket, f = std::move(f)]() mutable {
+                std::unique_lock route(self->route_mutex_);
+                self->read_then(ticket, route, [&f] { f(false); });
+            });
     }
     // Whether any event waits on `channel`: a fresh poll sees the queue itself, events the
     // kernel moved there without waking its pollers included.
@@ -95,6 +105,21 @@ private:
     channel_impl(const executor_type& ex, rdma_event_channel* ch);
     void on_readable() override { drain(); }
     void drain();
+    void drain_locked(); // the routing lock held
+    // The routing lock held (`route`, let go of here): reads unless a drain that began
+    // after the move of `ticket` reached EAGAIN; then f, even when a handler run inline
+    // threw (the rest of the channel is read by a kick; the exception goes on to run()).
+    template <typename F>
+    void read_then(std::uint64_t ticket, std::unique_lock<std::mutex>& route, F f) {
+        try {
+            read_for_move(ticket, route);
+        } catch (...) {
+            f();
+            throw;
+        }
+        f();
+    }
+    void read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route);
 
     rdma_event_channel* channel_;
     std::mutex route_mutex_; // held by the reader while it reads and routes events
@@ -102,7 +127,9 @@ private:
     std::atomic<std::size_t> owners_{1};
     std::atomic<std::uint64_t> events_read_{0};
     std::atomic<bool> kick_pending_{false};
-    std::atomic<bool> look_needed_{false}; // moved_here() since the last look
+    std::atomic<std::uint64_t> moves_{0};              // moved_here() so far
+    static thread_local const channel_impl* draining_; // whose drain_locked() this thread is in
+    std::uint64_t drained_upto_ = 0; // under the routing lock: moves made before the last drain to EAGAIN began
 };
 
 } // namespace rdmacm::detail

@@ -10,18 +10,20 @@
 //     wait out). The target gains an owner at step 1, so its reader keeps reading for the
 //     id whatever its other owners do meanwhile. Every event the old reader
 //     read for the id was routed before, and acked when read, so the call never waits
-//     for acks (R1). Queued, unread events move with the id in the kernel (semantics F2) without a
-//     wake-up, so the new channel is looked at (step 3: once for all moves made by then)
-//     and its reader kicked if anything waits; later ones arrive on the new channel.
-//  3. The old executor: a marker that runs after every handler of the id posted there;
-//     then the look at the new channel (step 2).
+//     for acks (R1). Queued, unread events move with the id in the kernel (semantics F2)
+//     without a wake-up: the target's reader reads them at step 3; later ones arrive on the
+//     new channel.
+//  3. The old executor: a marker that runs after every handler of the id posted there; then,
+//     if events may have moved along, the target reader's strand: a read (the id holds what
+//     it finds). One strand orders every move into a channel: each one's read comes after
+//     its own call (review F5).
 //  4. The new executor: held events, then deferred operations, in order, then newer ones
 //     (R5); the id's executor is the new one; the migrate handler completes.
 // On failure the id stays on its old channel and executor with nothing lost (step 4 runs
 // there instead).
 //
 // Moved together (migrate_together: a rebalance), ids on one channel make step 2 in one pass
-// of the old reader, then steps 3 and 4 as one post each for all of them.
+// of the old reader, then steps 3 and 4 as one post (and one read) for all of them.
 //
 // Synchronous mode (semantics F4, F5) is a migration to no channel: librdmacm's private channel. It
 // is refused while anything of the id is queued or expected (an event read but not
@@ -33,6 +35,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -45,9 +49,10 @@ struct id_impl::hand_on {
     std::shared_ptr<id_impl> self; // none: nothing to do (the migration was abandoned)
     error_code ec;
     how mode = how::post;
-    bool called = false;   // the migrate call was made; else it was refused before: it just ends
-    bool look = false;     // events may have moved with the id: the target is looked at
-    bool kick_old = false; // the event it took along is back on the old channel: read it
+    bool called = false;      // the migrate call was made; else it was refused before: it just ends
+    bool look = false;        // events may have moved with the id: the target reads them first
+    std::uint64_t ticket = 0; // the target's moved_here() for the call
+    bool kick_old = false;    // the event it took along is back on the old channel: read it
     std::shared_ptr<channel_impl> target{}, old_channel{};
     std::shared_ptr<data_path> data{};
     executor_type old_executor{};
@@ -60,16 +65,14 @@ struct id_impl::hand_on {
     void run() && {
         if (!self) return;
         if (!called) return self->end_migration(ec, mode);
-        mark_target();
         // Handlers of the id already handed to the old executor run before the id moves on
         // (one hop when old and new executor are the same, e.g. two channels of one context).
         auto then = [self = std::move(self), ec = ec, hop = std::move(hop), handler = std::move(handler),
-                     look_at = look ? target : nullptr]() mutable {
-            if (look_at && look_at->look_after_moves() && !hop) hop = self->get_executor();
-            if (!hop)
-                self->finish_migration(ec, handler);
-            else
-                boost::asio::post(hop, [self = std::move(self), ec, handler = std::move(handler)]() mutable {
+                     look_at = look ? target : nullptr, ticket = ticket]() mutable {
+            auto* id = self.get(); // (its executor is the old one until its end)
+            end_after_look(
+                std::move(look_at), ticket, std::move(hop), [id] { return id->get_executor(); },
+                [self = std::move(self), ec, handler = std::move(handler)]() mutable {
                     self->finish_migration(ec, handler);
                 });
         };
@@ -92,6 +95,7 @@ struct id_impl::hand_on {
         std::vector<hand_on> joined; // their channels, let go of once the step is posted
         executor_type old_executor, hop;
         std::shared_ptr<channel_impl> look_at;
+        std::uint64_t ticket = 0; // the latest: its read covers the others
         for (auto& h : moved) {
             // (No kick of the old channel: that is a move to synchronous mode, never together.)
             const bool joins = h.self && h.called && !h.ec && !h.data &&
@@ -100,37 +104,45 @@ struct id_impl::hand_on {
                 std::move(h).run();
                 continue;
             }
-            h.mark_target();
             if (group.empty()) old_executor = h.old_executor, hop = h.hop;
-            if (h.look) look_at = h.target; // (one target for all: migrate_together's)
+            if (h.look) look_at = h.target, ticket = std::max(ticket, h.ticket); // (one target: migrate_together's)
             group.push_back({std::move(h.self), std::move(h.handler)});
             joined.push_back(std::move(h));
         }
         if (group.empty()) return;
         boost::asio::post(old_executor, [group = std::move(group), hop = std::move(hop), look_at = std::move(look_at),
-                                         old_executor]() mutable {
-            if (look_at && look_at->look_after_moves() && !hop) hop = old_executor; // (still theirs)
-            if (!hop)
-                finish_together(group, 0, old_executor);
-            else
-                boost::asio::post(hop, [group = std::move(group), hop]() mutable { finish_together(group, 0, hop); });
+                                         ticket]() mutable {
+            auto* first = group.front().self.get(); // (its executor is the old one until its end)
+            end_after_look(
+                std::move(look_at), ticket, std::move(hop), [first] { return first->get_executor(); },
+                [group = std::move(group)]() mutable { finish_together(group, 0); });
         });
         for (auto& h : joined) h.release_channels(); // after the post
     }
 
 private:
-    // The channels' side once the call settled, in two halves. Before the step is posted:
-    // a moved id's target is marked to be looked at. Events that moved with the id
-    // (semantics F2) are not announced by the kernel: the reader reads them when any wait
-    // there (a look is cheaper than a read on the reader's strand, and most moves bring
-    // none), looked for once the old executor has caught up — by then a rebalance has made
-    // the calls of all its moves, and one look covers them. (The id holds what is read
-    // meanwhile until it has moved.) A request not yet accepted has none (semantics F8):
-    // the usual move of a server's new connection does not even look. The kick's read
-    // (look_after_moves) goes before the end when both run on one context (no hop): events
-    // that moved along are held and delivered before deferred operations start.
-    void mark_target() {
-        if (!ec && look) target->moved_here();
+    // After the step on the old executor: the end, on `hop` (the new executor) if set, else
+    // on the old one (`old()`), here if it can. When events may have moved with the id
+    // (`look_at`: the kernel moves its queued ones without a wake-up, semantics F2; a request
+    // not yet accepted has none, F8), the target's channel is read first — here when its
+    // reader is idle, else on its strand — and the end follows: what moved along is held by
+    // the id and delivered before its deferred operations (channel_impl::read_after_move).
+    // Moves made at once (a rebalance) read about once.
+    template <typename Old, typename End>
+    static void end_after_look(std::shared_ptr<channel_impl> look_at, std::uint64_t ticket, executor_type hop, Old old,
+                               End end) {
+        auto go = [hop = std::move(hop), old, end = std::move(end)](bool here) mutable {
+            if (hop)
+                boost::asio::post(hop, std::move(end));
+            else if (here) // on the old executor
+                end();
+            else if (auto ex = old()) // (none: its context shut down, and took the move's parts along)
+                boost::asio::post(ex, std::move(end));
+        };
+        if (look_at)
+            look_at->read_after_move(ticket, std::move(go));
+        else
+            go(true);
     }
     // Once the step is posted (it holds work on the old context): the target loses the
     // owner taken for a failed move, a moved id's old channel loses it — maybe its last,
@@ -147,18 +159,19 @@ private:
         old_channel.reset();
     }
 
-    // Ends the moves of `group` from `first` on, in order, on `here`. A handler run inline
-    // that throws leaves run() as Asio's do; the moves after it end from a post.
+    // Ends the moves of `group` from `first` on, in order, on their new executor. A handler
+    // run inline that throws leaves run() as Asio's do; the moves after it end from a post.
     template <typename Group>
-    static void finish_together(Group& group, std::size_t first, const executor_type& here) {
+    static void finish_together(Group& group, std::size_t first) {
         for (std::size_t i = first; i < group.size(); ++i) {
             try {
                 group[i].self->finish_migration({}, group[i].handler);
             } catch (...) {
-                if (i + 1 < group.size())
-                    boost::asio::post(here, [group = std::move(group), next = i + 1, here]() mutable {
-                        finish_together(group, next, here);
-                    });
+                if (i + 1 < group.size()) {
+                    auto here = group[i].self->get_executor(); // (the new one, set by its end)
+                    boost::asio::post(
+                        here, [group = std::move(group), next = i + 1]() mutable { finish_together(group, next); });
+                }
                 throw;
             }
         }
@@ -369,12 +382,14 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
         synchronous_ = !target;
     }
     const bool look = target && !ec && !pending_request_;
+    const std::uint64_t ticket = look ? target->moved_here() : 0;
     executor_type hop;
     if (!ec && target_executor != old_executor) hop = std::move(target_executor);
     hand_on next{.self = shared_from_this(),
                  .ec = ec,
                  .called = true,
                  .look = look,
+                 .ticket = ticket,
                  .kick_old = kick_old,
                  .target = std::move(target),
                  .old_channel = std::move(old_channel),

@@ -1178,14 +1178,14 @@ BOOST_AUTO_TEST_CASE(an_event_read_while_moving_is_delivered_once_on_the_new_exe
     t.stop();
 }
 
-// A move's look at its new channel (for events the kernel moved along unannounced) may be
-// made by another move to that channel: one look covers every move whose call came before
-// it, so a rebalance looks about once, not once per id. It must not cover a move whose call
-// came after it. Forced: C1's call is made, its look held back (its old context busy); C2's
+// A move's read of its new channel (for events the kernel moved along unannounced) may be
+// made by another move to that channel: one read covers every move whose call came before
+// it, so a rebalance reads about once, not once per id. It must not cover a move whose call
+// came after it. Forced: C1's call is made, its read held back (its old context busy); C2's
 // call is held at its gate, its peer's DISCONNECTED waiting in A's kernel queue (A not
-// running); C1's look runs; then C2's call moves the event to B, where it reaches C2, read
-// by B, once.
-BOOST_AUTO_TEST_CASE(a_look_made_before_a_move_s_call_does_not_cover_it) {
+// running); C1's read and end run; then C2's call moves the event to B, where it reaches
+// C2, read by B, once.
+BOOST_AUTO_TEST_CASE(a_read_made_before_a_move_s_call_does_not_cover_it) {
     context_threads t(3); // 0: the server, 1: B, 2: C (C1's channel); A is run here, by hand
     asio::io_context ctx_a;
     {
@@ -1212,14 +1212,14 @@ BOOST_AUTO_TEST_CASE(a_look_made_before_a_move_s_call_does_not_cover_it) {
         faults::gate held("rdma_migrate_id", c2.native_handle());
         std::thread s([&] { c2.async_migrate(b, [&](error_code ec) { c2_moved.set_value(ec); }); });
         BOOST_REQUIRE(held.wait_entered());
-        c_free.set_value(); // C1's look at B, its end there
+        c_free.set_value(); // C1's read of B, its end there
         auto m1 = c1_moved.get_future();
         BOOST_REQUIRE(m1.wait_for(10s) == std::future_status::ready);
         BOOST_TEST(!m1.get());
         held.release(); // C2's event moves to B
         s.join();
         auto m2 = c2_moved.get_future();
-        BOOST_REQUIRE(run_until( // its look, and its end's first step: on A, its old executor
+        BOOST_REQUIRE(run_until( // its read, and its end's first step: on A, its old executor
             ctx_a, [&] { return m2.wait_for(0s) == std::future_status::ready; }, 10s));
         BOOST_TEST(!m2.get());
 
@@ -1235,6 +1235,62 @@ BOOST_AUTO_TEST_CASE(a_look_made_before_a_move_s_call_does_not_cover_it) {
         BOOST_TEST((thread == t.thread(1)));
         BOOST_TEST(a.events_read() == read_on_a); // moved in the kernel, not read on A
         BOOST_TEST(b.events_read() == read_on_b + 1);
+    }
+    ctx_a.run_for(10s);
+    BOOST_TEST(ctx_a.stopped());
+    t.stop();
+}
+
+// Two moves into one channel (review F5): the second's end must not overtake the event the
+// kernel moved along with it, whatever the first's look found. Forced: C1 and C2, both on A
+// (run here, by hand), move to channel B with C as their new executor, both calls made
+// before either's first step on A; C2's peer's DISCONNECTED waits in A's kernel queue for
+// C2's next_event, started before the move; B's reader is held busy until C2's move ends,
+// or 2 s. Held events come first: the event's handler runs before the move's. (Before the
+// fix, C1's look took both moves' mark, its kick waited behind the busy reader, and C2's
+// move ended first.)
+BOOST_AUTO_TEST_CASE(the_second_of_two_moves_into_a_channel_ends_after_the_event_it_took_along) {
+    context_threads t(3); // 0: the server, 1: B's reader, 2: C, the moves' new executor
+    asio::io_context ctx_a;
+    {
+        event_channel server_channel(t[0]), a(ctx_a), b(t[1]);
+        auto l = make_listener(server_channel);
+        std::optional<cm_id> server;
+        cm_id c1(a), c2(a);
+        connect_and_queue_peer_disconnect(ctx_a, a, c2, l, t[0], server);
+        std::mutex m;
+        std::vector<std::string> order;
+        std::promise<void> both;
+        auto note = [&](const char* what) {
+            std::lock_guard lock(m);
+            order.emplace_back(what);
+            if (order.size() == 2) both.set_value();
+        };
+        c2.async_next_event([&](error_code ec, cm_event ev) {
+            RDMACM_TEST_MT(!ec, ec.message());
+            RDMACM_TEST_MT(ev.type() == RDMA_CM_EVENT_DISCONNECTED, to_string(ev.type()));
+            note("event");
+        });
+        std::promise<void> b_free;
+        asio::post(t[1], [busy = b_free.get_future()] { busy.wait_for(2s); });
+        std::promise<error_code> c1_moved, c2_moved;
+        c1.async_migrate(b, t[2].get_executor(), [&](error_code ec) { c1_moved.set_value(ec); });
+        c2.async_migrate(b, t[2].get_executor(), [&](error_code ec) {
+            note("move");
+            b_free.set_value();
+            c2_moved.set_value(ec);
+        });
+        BOOST_REQUIRE(faults::calls("rdma_migrate_id", c2.native_handle()) == 1); // both calls: made here
+        auto m1 = c1_moved.get_future(), m2 = c2_moved.get_future();
+        BOOST_REQUIRE(run_until(
+            ctx_a, [&] { return m2.wait_for(0s) == std::future_status::ready; }, 10s));
+        BOOST_TEST(!m2.get());
+        BOOST_REQUIRE(m1.wait_for(10s) == std::future_status::ready);
+        BOOST_TEST(!m1.get());
+        auto noted = both.get_future();
+        BOOST_REQUIRE(ready_within(noted, 10s));
+        std::lock_guard lock(m);
+        BOOST_TEST(order == (std::vector<std::string>{"event", "move"}), boost::test_tools::per_element());
     }
     ctx_a.run_for(10s);
     BOOST_TEST(ctx_a.stopped());
