@@ -63,8 +63,8 @@ void channel_impl::drain_locked() {
         ~in_drain() { draining_ = outer; }
     } scope;
     draining_ = this;
-    kick_pending_.store(false, std::memory_order_release);     // what was moved before is read now
-    const auto moves = moves_.load(std::memory_order_acquire); // their calls made: their events queued here
+    kick_pending_.store(false, std::memory_order_release); // what was moved before is read now
+    const auto begun = reads_.begun();                     // moves whose calls are made: their events are queued here
     rdma_cm_event* ev = nullptr;
     while (!stopped()) {
         int got;
@@ -73,7 +73,7 @@ void channel_impl::drain_locked() {
             got = rdma_get_cm_event(channel_, &ev);
         }
         if (got != 0) {
-            if (errno == EAGAIN) drained_upto_ = moves;
+            if (errno == EAGAIN) reads_.drained(begun);
             break;
         }
         events_read_.fetch_add(1, std::memory_order_relaxed);
@@ -97,13 +97,21 @@ void channel_impl::drain_locked() {
     // fires again at once since the fd is still readable.
 }
 
+bool channel_impl::try_read_for_move(std::uint64_t ticket) {
+    if (draining_ == this) return false; // inside drain_locked() on this thread: the lock is held
+    std::unique_lock route(route_mutex_, std::try_to_lock);
+    if (!route) return false;
+    read_for_move(ticket, route);
+    return true;
+}
+
 void channel_impl::read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route) {
-    if (drained_upto_ < ticket) {
+    if (!reads_.covered(ticket)) {
         // Most moves bring no event along: a poll says so without librdmacm's read (which
         // allocates its event before asking), and counts as a drain to EAGAIN.
-        const auto moves = moves_.load(std::memory_order_acquire);
+        const auto begun = reads_.begun();
         if (!has_queued_event(channel_)) {
-            drained_upto_ = moves;
+            reads_.drained(begun);
             return route.unlock();
         }
         try {

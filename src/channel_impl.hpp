@@ -11,6 +11,7 @@
 // destroyed (src/id_impl.cpp), so the reader never routes to a freed id, and never has to
 // be waited for.
 #include "fd_reader.hpp"
+#include "move_machine.hpp"
 
 #include <rdma/rdma_cma.h>
 
@@ -72,26 +73,32 @@ public:
 
     // A move's call into this channel is made (rdma_migrate_id returned): the ticket its
     // read_after_move() is made with.
-    std::uint64_t moved_here() noexcept { return moves_.fetch_add(1, std::memory_order_acq_rel) + 1; }
-    // Runs f(here) once a read begun after the move of `ticket` was made has drained the channel:
-    // the move's events that the kernel moved along unannounced (above) are then read, and
-    // held by the moving id, before f ends the move. The read is this one's, unless an
-    // earlier one began after that move and drained to EAGAIN (moves made at once read about
-    // once: a rebalance). Reads are made by one at a time (the routing lock), so each move's
-    // read comes after its own call, and its end after its read, whatever the other moves
-    // into the channel do — review F5: a mark shared between moves let one move's look take
-    // another's, whose end then overtook its event. Here, when the reader is idle (its
-    // routing lock taken without waiting: `here` true); else on its strand, f after it.
+    std::uint64_t moved_here() noexcept { return reads_.ticket(); }
+    // The read a move owes its target before it ends (src/migrate.cpp): of the events the
+    // kernel moved along unannounced (above), which the moving id holds and delivers before
+    // its deferred operations. Skipped when a read that began after the move's call (its
+    // `ticket`, moved_here()) drained the channel to EAGAIN: moves made at once read about
+    // once (a rebalance). Reads are made one at a time (the routing lock), each move's after
+    // its own call, and its end follows it, whatever the other moves into the channel do —
+    // review F5: a mark shared between moves let one move's look take another's, whose end
+    // then overtook its event.
+    // Here, when the reader is idle (its routing lock taken without waiting): true. False,
+    // nothing done, when it is busy: then read_for_move_then.
+    bool try_read_for_move(std::uint64_t ticket);
+    // On the reader's strand (here when the context is gone: nothing reads then): the read,
+    // then f — also when a handler run inline threw (the exception goes on to run()).
     template <typename F>
-    void read_after_move(std::uint64_t ticket, F f) {
-        if (draining_ != this) { // (else inside drain_locked(), on this thread: the lock is held)
-            std::unique_lock route(route_mutex_, std::try_to_lock);
-            if (route) return read_then(ticket, route, [&f] { f(true); });
-        }
+    void read_for_move_then(std::uint64_t ticket, F f) {
         run_on_reader_or_here(
             [self = std::static_pointer_cast<channel_impl>(shared_from_this()), ticket, f = std::move(f)]() mutable {
                 std::unique_lock route(self->route_mutex_);
-                self->read_then(ticket, route, [&f] { f(false); });
+                try {
+                    self->read_for_move(ticket, route);
+                } catch (...) {
+                    f();
+                    throw;
+                }
+                f();
             });
     }
     // Whether any event waits on `channel`: a fresh poll sees the queue itself, events the
@@ -106,19 +113,8 @@ private:
     void on_readable() override { drain(); }
     void drain();
     void drain_locked(); // the routing lock held
-    // The routing lock held (`route`, let go of here): reads unless a drain that began
-    // after the move of `ticket` reached EAGAIN; then f, even when a handler run inline
-    // threw (the rest of the channel is read by a kick; the exception goes on to run()).
-    template <typename F>
-    void read_then(std::uint64_t ticket, std::unique_lock<std::mutex>& route, F f) {
-        try {
-            read_for_move(ticket, route);
-        } catch (...) {
-            f();
-            throw;
-        }
-        f();
-    }
+    // The routing lock held (`route`, let go of here): reads unless the move of `ticket` is
+    // covered; a handler run inline that throws leaves the rest of the channel to a kick.
     void read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route);
 
     rdma_event_channel* channel_;
@@ -127,9 +123,8 @@ private:
     std::atomic<std::size_t> owners_{1};
     std::atomic<std::uint64_t> events_read_{0};
     std::atomic<bool> kick_pending_{false};
-    std::atomic<std::uint64_t> moves_{0};              // moved_here() so far
     static thread_local const channel_impl* draining_; // whose drain_locked() this thread is in
-    std::uint64_t drained_upto_ = 0; // under the routing lock: moves made before the last drain to EAGAIN began
+    move_reads reads_; // the reads owed to moves into the channel (under the routing lock)
 };
 
 } // namespace rdmacm::detail

@@ -32,8 +32,11 @@
 // mode, the target channel's reader makes the call.
 #include "rdmacm/detail/call_error.hpp"
 #include "id_impl.hpp"
+#include "move_machine.hpp"
 
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -76,11 +79,15 @@ struct id_impl::hand_on {
                     self->finish_migration(ec, handler);
                 });
         };
-        if (data) // its completions too (through a copyable function: shared)
-            data->after_handed(old_executor, [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
-        else
-            boost::asio::post(old_executor, std::move(then));
-        release_channels(); // after the post: see there
+        for (auto action : move_course(move_place::called, facts())) {
+            if (action == move_action::release_channels)
+                release_channels();
+            else if (data) // post_old_step, after its completions too (a copyable function: shared)
+                data->after_handed(old_executor,
+                                   [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
+            else
+                boost::asio::post(old_executor, std::move(then));
+        }
     }
 
     // The ids of a migrate_together, their calls made: those moved from one executor to one
@@ -110,40 +117,72 @@ struct id_impl::hand_on {
             joined.push_back(std::move(h));
         }
         if (group.empty()) return;
-        boost::asio::post(old_executor, [group = std::move(group), hop = std::move(hop), look_at = std::move(look_at),
-                                         ticket]() mutable {
+        auto then = [group = std::move(group), hop = std::move(hop), look_at = std::move(look_at), ticket]() mutable {
             auto* first = group.front().self.get(); // (its executor is the old one until its end)
             end_after_look(
                 std::move(look_at), ticket, std::move(hop), [first] { return first->get_executor(); },
                 [group = std::move(group)]() mutable { finish_together(group, 0); });
-        });
-        for (auto& h : joined) h.release_channels(); // after the post
+        };
+        for (auto action : move_course(move_place::called, move_facts{.look = true})) {
+            if (action == move_action::release_channels)
+                for (auto& h : joined) h.release_channels();
+            else // post_old_step
+                boost::asio::post(old_executor, std::move(then));
+        }
     }
 
 private:
     // After the step on the old executor: the end, on `hop` (the new executor) if set, else
-    // on the old one (`old()`), here if it can. When events may have moved with the id
+    // on the old one (`old()`), here when it can. When events may have moved with the id
     // (`look_at`: the kernel moves its queued ones without a wake-up, semantics F2; a request
     // not yet accepted has none, F8), the target's channel is read first — here when its
     // reader is idle, else on its strand — and the end follows: what moved along is held by
-    // the id and delivered before its deferred operations (channel_impl::read_after_move).
+    // the id and delivered before its deferred operations (channel_impl::try_read_for_move).
     // Moves made at once (a rebalance) read about once.
     template <typename Old, typename End>
     static void end_after_look(std::shared_ptr<channel_impl> look_at, std::uint64_t ticket, executor_type hop, Old old,
                                End end) {
-        auto go = [hop = std::move(hop), old, end = std::move(end)](bool here) mutable {
-            if (hop)
-                boost::asio::post(hop, std::move(end));
-            else if (here) // on the old executor
-                end();
-            else if (auto ex = old()) // (none: its context shut down, and took the move's parts along)
-                boost::asio::post(ex, std::move(end));
-        };
-        if (look_at)
-            look_at->read_after_move(ticket, std::move(go));
-        else
-            go(true);
+        // (One action at each of these places: asserted below.)
+        if (move_course(move_place::old_step, {.look = !!look_at}).list[0] == move_action::go_to_end)
+            return go_to_end(std::move(hop), std::move(end), old);
+        bool read;
+        try {
+            read = look_at->try_read_for_move(ticket);
+        } catch (...) { // a handler run inline threw: out of run(), as Asio's do, the end posted
+            go_to_end(std::move(hop), std::move(end), old, false);
+            throw;
+        }
+        if (read) return go_to_end(std::move(hop), std::move(end), old); // read_done
+        // The reader is busy: the read on its strand, then the end. The end's way back to the
+        // old executor is held running until it is posted there (a tracked executor): the move
+        // posts nothing there meanwhile, and the old context may have no other work (F4's class).
+        executor_type back;
+        if (!hop)
+            if (auto ex = old()) back = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
+        look_at->read_for_move_then(
+            ticket, [hop = std::move(hop), back = std::move(back), end = std::move(end)]() mutable {
+                go_to_end(
+                    std::move(hop), std::move(end), [&] { return std::move(back); }, false); // read_done
+            });
     }
+    // Posts the end to `hop`, else runs it here (on the old executor) or posts it to old().
+    template <typename End, typename Old>
+    static void go_to_end(executor_type hop, End end, Old old, bool here = true) {
+        if (hop)
+            boost::asio::post(hop, std::move(end));
+        else if (here)
+            end();
+        else if (auto ex = old()) // (none: its context shut down, and took the move's parts along)
+            boost::asio::post(ex, std::move(end));
+    }
+    static_assert(move_course(move_place::old_step, {.look = true}).size == 1 &&
+                  move_course(move_place::old_step, {.look = false}).size == 1 &&
+                  move_course(move_place::old_step, {.look = false}).list[0] == move_action::go_to_end &&
+                  move_course(move_place::read_done, {}).size == 1 &&
+                  move_course(move_place::read_done, {}).list[0] == move_action::go_to_end &&
+                  move_course(move_place::end, {}).list[0] == move_action::finish);
+
+    move_facts facts() const noexcept { return {.look = look}; }
     // Once the step is posted (it holds work on the old context): the target loses the
     // owner taken for a failed move, a moved id's old channel loses it — maybe its last,
     // which stops its reader and lets go of the reader's work: posted first, the step keeps

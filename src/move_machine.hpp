@@ -1,0 +1,81 @@
+#pragma once
+// A move's course once its migrate call is made, as plain code without I/O: what is done
+// where, and in which order (move_course), and when the target channel must be read for the
+// events the kernel moved along (move_reads). src/migrate.cpp and src/channel_impl.hpp do
+// what these say; tests/move_explorer_test.cpp runs the same code against every
+// interleaving of a model of the contexts, channels and kernel queues around two moves.
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace rdmacm::detail {
+
+// Where a move is.
+enum class move_place : std::uint8_t {
+    called,    // the migrate call returned (on the thread that made it, no lock held)
+    old_step,  // on the old executor, after every handler of the id posted there before
+    read_done, // the target channel was read for the move (here, or on its reader's strand)
+    end,       // on the executor the move ends on (the new one; the old one if it failed)
+};
+
+enum class move_action : std::uint8_t {
+    post_old_step,    // post old_step to the old executor (work held there until it runs)
+    release_channels, // let go of what the move held of its channels: maybe the last owner
+                      // of the old one, whose reader held the old context's last work
+    read_target,      // read the target channel unless covered (move_reads), then read_done
+    go_to_end,        // post end to the new executor; on the old one, run it here if here
+    finish,           // held events, then deferred operations, then the handler
+};
+
+struct move_facts {
+    bool look = false; // the call succeeded and events may have moved along (semantics F2, F8)
+};
+
+// The actions to take at `place`, in order.
+struct move_actions {
+    std::array<move_action, 2> list{};
+    std::uint8_t size = 0;
+    const move_action* begin() const noexcept { return list.data(); }
+    const move_action* end() const noexcept { return list.data() + size; }
+};
+
+constexpr move_actions move_course(move_place place, move_facts facts) noexcept {
+    switch (place) {
+    case move_place::called:
+        // The step first: it holds the old context's work until it has run. Let go of the
+        // channels first, and a move that was the old channel's last owner lets that
+        // context run out of work and return from run() before the step is posted: the
+        // step lost, the move never ends (review F4).
+        return {{move_action::post_old_step, move_action::release_channels}, 2};
+    case move_place::old_step:
+        // The read, then the end: never both at once — an end posted beside a read that
+        // waits for a busy reader overtakes the event the read would find (review F5).
+        if (facts.look) return {{move_action::read_target}, 1};
+        return {{move_action::go_to_end}, 1};
+    case move_place::read_done: return {{move_action::go_to_end}, 1};
+    case move_place::end: return {{move_action::finish}, 1};
+    }
+    return {};
+}
+
+// A channel's bookkeeping of the reads it owes to the moves into it. Each move takes a
+// ticket once its call is made; each read of the channel notes, as it begins, the tickets
+// given out by then, and once it drained the channel to EAGAIN, they are covered: a move
+// whose ticket is covered has its events read already and needs no read of its own, so
+// moves made at once read about once. Reads are made one at a time (the caller's lock:
+// the channel's routing lock), begun() and drained() and covered() under it.
+class move_reads {
+public:
+    // A move's call is made (its events, if any, are in the channel's queue now).
+    std::uint64_t ticket() noexcept { return given_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+    // A read begins: what it will cover once it drains the channel.
+    std::uint64_t begun() const noexcept { return given_.load(std::memory_order_acquire); }
+    void drained(std::uint64_t begun_at) noexcept { covered_ = begun_at; }
+    bool covered(std::uint64_t ticket) const noexcept { return covered_ >= ticket; }
+
+private:
+    std::atomic<std::uint64_t> given_{0};
+    std::uint64_t covered_ = 0;
+};
+
+} // namespace rdmacm::detail
