@@ -74,20 +74,21 @@ struct id_impl::hand_on {
                      look_at = look ? target : nullptr, ticket = ticket]() mutable {
             auto* id = self.get(); // (its executor is the old one until its end)
             end_after_look(
-                std::move(look_at), ticket, std::move(hop), [id] { return id->get_executor(); },
+                look_at, ticket, std::move(hop), [id] { return id->get_executor(); },
                 [self = std::move(self), ec, handler = std::move(handler)]() mutable {
                     self->finish_migration(ec, handler);
                 });
         };
-        for (auto action : move_course(move_place::called, facts())) {
-            if (action == move_action::release_channels)
-                release_channels();
-            else if (data) // post_old_step, after its completions too (a copyable function: shared)
-                data->after_handed(old_executor,
-                                   [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
-            else
-                boost::asio::post(old_executor, std::move(then));
-        }
+        after_call(
+            facts(),
+            [&] {
+                if (data) // after its completions too (through a copyable function: shared)
+                    data->after_handed(old_executor,
+                                       [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
+                else
+                    boost::asio::post(old_executor, std::move(then));
+            },
+            [&] { release_channels(); });
     }
 
     // The ids of a migrate_together, their calls made: those moved from one executor to one
@@ -120,15 +121,14 @@ struct id_impl::hand_on {
         auto then = [group = std::move(group), hop = std::move(hop), look_at = std::move(look_at), ticket]() mutable {
             auto* first = group.front().self.get(); // (its executor is the old one until its end)
             end_after_look(
-                std::move(look_at), ticket, std::move(hop), [first] { return first->get_executor(); },
+                look_at, ticket, std::move(hop), [first] { return first->get_executor(); },
                 [group = std::move(group)]() mutable { finish_together(group, 0); });
         };
-        for (auto action : move_course(move_place::called, move_facts{.look = true})) {
-            if (action == move_action::release_channels)
+        after_call(
+            {.look = true}, [&] { boost::asio::post(old_executor, std::move(then)); },
+            [&] {
                 for (auto& h : joined) h.release_channels();
-            else // post_old_step
-                boost::asio::post(old_executor, std::move(then));
-        }
+            });
     }
 
 private:
@@ -139,9 +139,21 @@ private:
     // reader is idle, else on its strand — and the end follows: what moved along is held by
     // the id and delivered before its deferred operations (channel_impl::try_read_for_move).
     // Moves made at once (a rebalance) read about once.
+    // What the course says once the call is made, in its order: post_old_step, release_channels.
+    template <typename PostStep, typename Release>
+    static void after_call(move_facts facts, PostStep post_step, Release release) {
+        for (auto action : move_course(move_place::called, facts))
+            if (action == move_action::release_channels)
+                release();
+            else
+                post_step();
+    }
+    static_assert(move_course(move_place::called, {}).size == 2 &&
+                  move_course(move_place::called, {}).list[0] != move_course(move_place::called, {}).list[1]);
+
     template <typename Old, typename End>
-    static void end_after_look(std::shared_ptr<channel_impl> look_at, std::uint64_t ticket, executor_type hop, Old old,
-                               End end) {
+    static void end_after_look(const std::shared_ptr<channel_impl>& look_at, std::uint64_t ticket, executor_type hop,
+                               Old old, End end) {
         // (One action at each of these places: asserted below.)
         if (move_course(move_place::old_step, {.look = !!look_at}).list[0] == move_action::go_to_end)
             return go_to_end(std::move(hop), std::move(end), old);
