@@ -97,32 +97,34 @@ void channel_impl::drain_locked() {
     // fires again at once since the fd is still readable.
 }
 
-bool channel_impl::try_read_for_move(std::uint64_t ticket) {
+bool channel_impl::try_look_for_move(std::uint64_t ticket) noexcept {
     if (draining_ == this) return false; // inside drain_locked() on this thread: the lock is held
     std::unique_lock route(route_mutex_, std::try_to_lock);
-    if (!route) return false;
-    read_for_move(ticket, route);
+    return route && look_locked(ticket);
+}
+
+bool channel_impl::look_locked(std::uint64_t ticket) noexcept {
+    if (reads_.covered(ticket)) return true;
+    // Most moves bring no event along: a poll says so without librdmacm's read (which
+    // allocates its event before asking), and counts as a drain to EAGAIN.
+    const auto begun = reads_.begun();
+    if (has_queued_event(channel_)) return false;
+    reads_.drained(begun);
     return true;
 }
 
-void channel_impl::read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route) {
-    if (!reads_.covered(ticket)) {
-        // Most moves bring no event along: a poll says so without librdmacm's read (which
-        // allocates its event before asking), and counts as a drain to EAGAIN.
-        const auto begun = reads_.begun();
-        if (!has_queued_event(channel_)) {
-            reads_.drained(begun);
-            return route.unlock();
-        }
+bool channel_impl::read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route) {
+    if (!look_locked(ticket)) {
         try {
             drain_locked();
         } catch (...) {
             route.unlock();
-            kick();
             throw;
         }
     }
+    const bool done = reads_.covered(ticket) || stopped();
     route.unlock();
+    return done;
 }
 
 bool channel_impl::has_queued_event(const rdma_event_channel* channel) noexcept {

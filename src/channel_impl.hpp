@@ -72,7 +72,7 @@ public:
     }
 
     // A move's call into this channel is made (rdma_migrate_id returned): the ticket its
-    // read_after_move() is made with.
+    // look (try_look_for_move, read_for_move_then) is made with.
     std::uint64_t moved_here() noexcept { return reads_.ticket(); }
     // The read a move owes its target before it ends (src/migrate.cpp): of the events the
     // kernel moved along unannounced (above), which the moving id holds and delivers before
@@ -82,23 +82,31 @@ public:
     // its own call, and its end follows it, whatever the other moves into the channel do —
     // review F5: a mark shared between moves let one move's look take another's, whose end
     // then overtook its event.
-    // Here, when the reader is idle (its routing lock taken without waiting): true. False,
-    // nothing done, when it is busy: then read_for_move_then.
-    bool try_read_for_move(std::uint64_t ticket);
+    // Here, reading nothing (so no handler of anybody's runs here, under the routing lock):
+    // true when the move need not wait for a read — covered, or nothing queued, seen with
+    // the routing lock taken without waiting (no drain between its read and its routing).
+    // False when the reader is busy or an event waits: then read_for_move_then.
+    bool try_look_for_move(std::uint64_t ticket) noexcept;
     // On the reader's strand (here when the context is gone: nothing reads then): the read,
-    // then f — also when a handler run inline threw (the exception goes on to run()).
+    // then f. A read stopped short of EAGAIN (a handler run inline threw, or librdmacm's read
+    // failed: ENOMEM) goes on from a post, and f after it: the move's event may be left.
     template <typename F>
     void read_for_move_then(std::uint64_t ticket, F f) {
         run_on_reader_or_here(
             [self = std::static_pointer_cast<channel_impl>(shared_from_this()), ticket, f = std::move(f)]() mutable {
+                if (draining_ == self.get()) return f(); // (here, inside its drain: its context is gone)
                 std::unique_lock route(self->route_mutex_);
+                bool done;
                 try {
-                    self->read_for_move(ticket, route);
+                    done = self->read_for_move(ticket, route);
                 } catch (...) {
-                    f();
+                    self->read_for_move_then(ticket, std::move(f));
                     throw;
                 }
-                f();
+                if (done)
+                    f();
+                else
+                    self->read_for_move_then(ticket, std::move(f));
             });
     }
     // Whether any event waits on `channel`: a fresh poll sees the queue itself, events the
@@ -113,9 +121,11 @@ private:
     void on_readable() override { drain(); }
     void drain();
     void drain_locked(); // the routing lock held
-    // The routing lock held (`route`, let go of here): reads unless the move of `ticket` is
-    // covered; a handler run inline that throws leaves the rest of the channel to a kick.
-    void read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route);
+    // The routing lock held: whether the move of `ticket` is covered, or nothing is queued.
+    bool look_locked(std::uint64_t ticket) noexcept;
+    // The routing lock held (`route`, let go of here): reads unless look_locked(). Whether
+    // the move's read is done (covered now, or the reader stopped: nothing reads any more).
+    bool read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route);
 
     rdma_event_channel* channel_;
     std::mutex route_mutex_; // held by the reader while it reads and routes events

@@ -86,16 +86,16 @@ bool fd_reader::running_in(const executor_type& strand) {
 }
 
 void fd_reader::wait() {
-    if (stopped() || !descriptor_) return;
+    if (stopped_ || !descriptor_) return;
     descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
                             [self = shared_from_this()](boost::system::error_code ec) {
-                                if (ec || self->stopped()) return; // released: going away
+                                if (ec || self->stopped_) return; // released: going away
                                 self->read(then_wait);
                             });
 }
 
 void fd_reader::stop() noexcept {
-    stopped_.store(true, std::memory_order_relaxed);
+    stopped_ = true;
     work_ = {};
     // Aborts the wait (its handler drops our reference); never closes the fd.
     if (descriptor_ && descriptor_->is_open()) descriptor_->release();

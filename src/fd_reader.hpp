@@ -11,7 +11,6 @@
 #include <boost/asio/posix/basic_stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -74,8 +73,7 @@ protected:
     void stop() noexcept;
     // Lets go of the descriptor (idempotent): before whoever owns the fd closes it.
     void detach() noexcept;
-    // Written on the strand; read there, and by a channel's read under its routing lock.
-    bool stopped() const noexcept { return stopped_.load(std::memory_order_relaxed); }
+    bool stopped() const noexcept { return stopped_; } // on the strand
 
     // on_readable(), on the strand, then, if `arm`, the wait for the next readiness; when
     // it throws, the reader reads on (another pass is posted) and the exception goes on to
@@ -137,7 +135,7 @@ private:
     std::optional<executor_type> strand_;
     std::optional<boost::asio::posix::basic_stream_descriptor<executor_type>> descriptor_;
     std::shared_ptr<state> context_;
-    std::atomic<bool> stopped_{false};
+    bool stopped_ = false;    // on the strand
     bool stop_asked_ = false; // under the context's mutex: a later start() would race the stop
 };
 

@@ -240,6 +240,8 @@ private:
 
     // Completes `handler` (the migrate handler) at the end.
     void finish_migration(error_code ec, void_handler& handler);
+    // The move's end waits for a read elsewhere: the id holds its executor's work (waited).
+    void hold_while_moving();
     // Completes a handler (or a batch) taken from the id: the id's work is let go of only
     // after it is handed over, even when one run inline throws (settle_after).
     void complete(completion&& c, how mode = how::post);
@@ -287,9 +289,10 @@ private:
         // waits for it (it may be destroyed), and the target's owner is settled. What is
         // left (finish_migration, on an executor) only hands things over.
         bool settled = false;
-        // It waited for calls in flight: no post of the move held its context meanwhile, so
-        // the id did (busy) — until the move ends. Every other step of a move is a post,
-        // which holds work of its own.
+        // It waited for calls in flight, or its end waits for a read on the target reader's
+        // strand: no post of the move holds its context meanwhile, so the id does (busy, on
+        // its executor — the old one until its end) until the move ends. Every other step of
+        // a move is a post, which holds work of its own.
         bool waited = false;
         std::vector<cm_event> held{};
         std::list<deferred_start> deferred{}; // (a list: Boost 1.81 any_completion_handler move assignment recurses)

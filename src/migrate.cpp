@@ -14,9 +14,10 @@
 //     without a wake-up: the target's reader reads them at step 3; later ones arrive on the
 //     new channel.
 //  3. The old executor: a marker that runs after every handler of the id posted there; then,
-//     if events may have moved along, the target reader's strand: a read (the id holds what
-//     it finds). One strand orders every move into a channel: each one's read comes after
-//     its own call (review F5).
+//     if events may have moved along, a look at the target (a poll, under its routing lock
+//     taken without waiting) and, if anything waits there or its reader is busy, a read on
+//     its reader's strand (the id holds what it finds) before step 4. Looks and reads are
+//     made one at a time, each move's after its own call (review F5).
 //  4. The new executor: held events, then deferred operations, in order, then newer ones
 //     (R5); the id's executor is the new one; the migrate handler completes.
 // On failure the id stays on its old channel and executor with nothing lost (step 4 runs
@@ -34,9 +35,7 @@
 #include "id_impl.hpp"
 #include "move_machine.hpp"
 
-#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/prefer.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -65,6 +64,16 @@ struct id_impl::hand_on {
     // holds of the id (a connection_request, shard_pool's placement).
     void_handler handler{};
 
+    struct moving {
+        std::shared_ptr<id_impl> self;
+        void_handler handler;
+    };
+    // The end of moves made together (run_together): one after the other, on their new executor.
+    struct together {
+        std::vector<moving> group;
+        void operator()() { finish_together(group, 0); }
+    };
+
     void run() && {
         if (!self) return;
         if (!called) return self->end_migration(ec, mode);
@@ -74,7 +83,8 @@ struct id_impl::hand_on {
                      look_at = look ? target : nullptr, ticket = ticket]() mutable {
             auto* id = self.get(); // (its executor is the old one until its end)
             end_after_look(
-                look_at, ticket, std::move(hop), [id] { return id->get_executor(); },
+                look_at, ticket, std::move(hop), [id](auto&) { id->hold_while_moving(); },
+                [id] { return id->get_executor(); },
                 [self = std::move(self), ec, handler = std::move(handler)]() mutable {
                     self->finish_migration(ec, handler);
                 });
@@ -95,10 +105,6 @@ struct id_impl::hand_on {
     // other, without a queue pair, take one step on the old executor and one hop together,
     // and end one after the other there; any other goes on alone.
     static void run_together(std::vector<hand_on>& moved) {
-        struct moving {
-            std::shared_ptr<id_impl> self;
-            void_handler handler;
-        };
         std::vector<moving> group;
         std::vector<hand_on> joined; // their channels, let go of once the step is posted
         executor_type old_executor, hop;
@@ -121,8 +127,11 @@ struct id_impl::hand_on {
         auto then = [group = std::move(group), hop = std::move(hop), look_at = std::move(look_at), ticket]() mutable {
             auto* first = group.front().self.get(); // (its executor is the old one until its end)
             end_after_look(
-                look_at, ticket, std::move(hop), [first] { return first->get_executor(); },
-                [group = std::move(group)]() mutable { finish_together(group, 0); });
+                look_at, ticket, std::move(hop),
+                [](together& end) {
+                    for (auto& g : end.group) g.self->hold_while_moving();
+                },
+                [first] { return first->get_executor(); }, together{std::move(group)});
         };
         after_call(
             {.look = true}, [&] { boost::asio::post(old_executor, std::move(then)); },
@@ -132,13 +141,6 @@ struct id_impl::hand_on {
     }
 
 private:
-    // After the step on the old executor: the end, on `hop` (the new executor) if set, else
-    // on the old one (`old()`), here when it can. When events may have moved with the id
-    // (`look_at`: the kernel moves its queued ones without a wake-up, semantics F2; a request
-    // not yet accepted has none, F8), the target's channel is read first — here when its
-    // reader is idle, else on its strand — and the end follows: what moved along is held by
-    // the id and delivered before its deferred operations (channel_impl::try_read_for_move).
-    // Moves made at once (a rebalance) read about once.
     // What the course says once the call is made, in its order: post_old_step, release_channels.
     template <typename PostStep, typename Release>
     static void after_call(move_facts facts, PostStep post_step, Release release) {
@@ -151,31 +153,29 @@ private:
     static_assert(move_course(move_place::called, {}).size == 2 &&
                   move_course(move_place::called, {}).list[0] != move_course(move_place::called, {}).list[1]);
 
-    template <typename Old, typename End>
+    // After the step on the old executor: the end, on `hop` (the new executor) if set, else
+    // on the old one (`old()`), here when it can. When events may have moved with the id
+    // (`look_at`: the kernel moves its queued ones without a wake-up, semantics F2; a request
+    // not yet accepted has none, F8), the target's channel is looked at first — here when its
+    // reader is idle, and read on its strand if anything waits there or the reader is busy —
+    // and the end follows: what moved along is held by the id and delivered before its
+    // deferred operations (channel_impl::try_look_for_move). Moves made at once (a
+    // rebalance) look about once.
+    template <typename Hold, typename Old, typename End>
     static void end_after_look(const std::shared_ptr<channel_impl>& look_at, std::uint64_t ticket, executor_type hop,
-                               Old old, End end) {
+                               Hold hold, Old old, End end) {
         // (One action at each of these places: asserted below.)
         if (move_course(move_place::old_step, {.look = !!look_at}).list[0] == move_action::go_to_end)
             return go_to_end(std::move(hop), std::move(end), old);
-        bool read;
-        try {
-            read = look_at->try_read_for_move(ticket);
-        } catch (...) { // a handler run inline threw: out of run(), as Asio's do, the end posted
-            go_to_end(std::move(hop), std::move(end), old, false);
-            throw;
-        }
-        if (read) return go_to_end(std::move(hop), std::move(end), old); // read_done
-        // The reader is busy: the read on its strand, then the end. The end's way back to the
-        // old executor is held running until it is posted there (a tracked executor): the move
-        // posts nothing there meanwhile, and the old context may have no other work (F4's class).
-        executor_type back;
-        if (!hop)
-            if (auto ex = old()) back = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
-        look_at->read_for_move_then(
-            ticket, [hop = std::move(hop), back = std::move(back), end = std::move(end)]() mutable {
-                go_to_end(
-                    std::move(hop), std::move(end), [&] { return std::move(back); }, false); // read_done
-            });
+        if (look_at->try_look_for_move(ticket)) return go_to_end(std::move(hop), std::move(end), old); // read_done
+        // The reader is busy, or an event waits: the read on its strand (where handlers run
+        // under the routing lock, never here), then the end. Without a hop the end comes
+        // back to the old executor, which no post of the move holds meanwhile (the old
+        // context may have no other work: F4's class): the ids hold it until their end.
+        if (!hop) hold(end);
+        look_at->read_for_move_then(ticket, [hop = std::move(hop), old, end = std::move(end)]() mutable {
+            go_to_end(std::move(hop), std::move(end), old, false); // read_done
+        });
     }
     // Posts the end to `hop`, else runs it here (on the old executor) or posts it to old().
     template <typename End, typename Old>
@@ -218,16 +218,22 @@ private:
             try {
                 group[i].self->finish_migration({}, group[i].handler);
             } catch (...) {
-                if (i + 1 < group.size()) {
-                    auto here = group[i].self->get_executor(); // (the new one, set by its end)
+                // (On the new executor, set by its end; none if its context has shut down.)
+                if (auto here = group[i].self->get_executor(); here && i + 1 < group.size())
                     boost::asio::post(
                         here, [group = std::move(group), next = i + 1]() mutable { finish_together(group, next); });
-                }
                 throw;
             }
         }
     }
 };
+
+void id_impl::hold_while_moving() {
+    std::lock_guard lock(mutex_);
+    if (!migration_) return;
+    migration_->waited = true;
+    update_busy();
+}
 
 id_impl::call_guard::call_guard(id_impl& impl) : impl_(impl) {
     std::unique_lock lock(impl_.mutex_);

@@ -4,9 +4,12 @@
 // executor, which also runs their old channel's reader; the target channel's reader; the new
 // executor), each a FIFO queue that returns from run() once it has neither work nor
 // handlers; the kernel's event queues of both channels (a moved id's queued events go along
-// in its call, without a wake-up, semantics F2); the target's routing lock (reads are made
-// one at a time); and other traffic waking the target's reader at any point, which keeps it
-// busy across two steps. Each actor's next step is one choice; the explorer runs the model
+// in its call, without a wake-up, semantics F2); the target's routing lock (looks and reads
+// are made one at a time); and other traffic waking the target's reader at any point, which keeps it
+// busy across two steps; and a move's read on that reader's strand stopping short of EAGAIN
+// (a handler run inline that throws, librdmacm's read failing), once per run. The new
+// context is held by the handlers' work (tracked there by async_start), the target's reader
+// by the moving ids, which own its channel. Each actor's next step is one choice; the explorer runs the model
 // once per sequence of choices, depth first (a stateless search: each run replays its
 // prefix from a fresh model, as loom does), and after every step and at the end of every run
 // checks what a user relies on:
@@ -87,6 +90,14 @@ private:
             if (!moves_[m].called) steps.push_back([this, m] { call(m); });
         for (int c = 0; c < contexts; ++c)
             if (runnable(static_cast<context>(c))) steps.push_back([this, c] { run_one(static_cast<context>(c)); });
+        // Once per run, a move's read on the strand may stop short of EAGAIN (a handler run
+        // inline threw, or librdmacm's read failed: ENOMEM).
+        if (!cut_short_ && !queue_[target_reader].empty() &&
+            queue_[target_reader].front().what == task::read_for_move && !target_queue_.empty())
+            steps.push_back([this] {
+                cut_short_ = true;
+                run_one(target_reader, true);
+            });
         if (!woken_)
             steps.push_back([this] {
                 woken_ = true;
@@ -132,13 +143,16 @@ private:
         }
     }
 
-    void run_one(context c) {
+    void run_one(context c, bool stop_short = false) {
         auto t = queue_[c].front();
         queue_[c].pop_front();
         switch (t.what) {
         case task::old_step: at(move_place::old_step, t.move, true); break;
         case task::read_for_move:
-            read(t.move);
+            if (!read(t.move, stop_short)) { // again from a post, the end after it
+                post(target_reader, t);
+                break;
+            }
             at(move_place::read_done, t.move, false);
             work_[old_ctx] -= back_held_[t.move]; // the tracked way back, let go of once posted
             back_held_[t.move] = 0;
@@ -164,10 +178,9 @@ private:
         for (auto a : course_(place, facts())) {
             switch (a) {
             case move_action::read_target:
-                if (!route_locked_) { // here: the routing lock taken without waiting
-                    read(m);
+                if (!route_locked_ && look(m)) { // here: the lock taken without waiting, nothing to read
                     at(move_place::read_done, m, true);
-                } else { // on the reader's strand, the way back held (src/migrate.cpp)
+                } else { // read on the reader's strand, the way back held (src/migrate.cpp)
                     if (!config_.hop) ++work_[old_ctx], ++back_held_[m];
                     post(target_reader, {task::read_for_move, m});
                 }
@@ -200,22 +213,35 @@ private:
         if (++ended_ == 2 && config_.hop) work_done(new_ctx); // the handlers have run
     }
 
-    // Under the routing lock: the move's read unless covered (move_reads, the channel's own).
-    void read(int m) {
-        if (reads_.covered(moves_[m].ticket)) return;
+    // Under the routing lock, as channel_impl's look_locked: covered (move_reads, the
+    // channel's own), or nothing queued (a poll).
+    bool look(int m) {
+        if (reads_.covered(moves_[m].ticket)) return true;
         const auto begun = reads_.begun();
+        if (!target_queue_.empty()) return false;
+        reads_.drained(begun);
+        return true;
+    }
+    // On the reader's strand, under the routing lock: the move's read unless look() says
+    // none is owed. Whether it is done.
+    bool read(int m, bool stop_short) {
+        if (look(m)) return true;
+        const auto begun = reads_.begun();
+        if (stop_short) return false; // (before its first event: the worst case)
         drain();
         reads_.drained(begun);
+        return true;
     }
     void drain() {
-        for (int e : target_queue_) {
-            auto& mv = moves_[e];
-            if (mv.ended)
-                ++mv.delivered;
-            else
-                ++mv.held;
-        }
+        for (int e : target_queue_) route(e);
         target_queue_.clear();
+    }
+    void route(int e) {
+        auto& mv = moves_[e];
+        if (mv.ended)
+            ++mv.delivered;
+        else
+            ++mv.held;
     }
 
     bool finished() {
@@ -246,7 +272,7 @@ private:
     std::array<int, contexts> work_{};
     std::array<bool, contexts> stopped_{};
     int old_owners_ = 2, ended_ = 0;
-    bool route_locked_ = false, woken_ = false;
+    bool route_locked_ = false, woken_ = false, cut_short_ = false;
     std::uint64_t drain_begun_ = 0;
 };
 
