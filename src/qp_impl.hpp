@@ -17,6 +17,7 @@
 #include "completion_channel.hpp"
 #include "id_impl.hpp"
 #include "passkey.hpp"
+#include "qp_machine.hpp"
 #include "rdmacm/detail/qp_ops.hpp"
 #include "work_request_table.hpp"
 
@@ -136,20 +137,18 @@ private:
     void wake(const std::shared_ptr<poller>& by);
     void spin(const std::shared_ptr<poller>& by); // polling mode: one slice, then again or to sleep
     // Runs wake(current poller) on its strand (for an event another context read, for
-    // completions held or to be flushed).
-    void wake_later(const std::shared_ptr<poller>& current);
+    // completions held or to be flushed); false if that reader's context is gone.
+    bool wake_later(const std::shared_ptr<poller>& current);
     // Whether the current poller is on another context than `ex`'s (under mutex_).
     bool polls_elsewhere(const executor_type& ex) const;
     bool polling() const noexcept { return poll_for_ > std::chrono::nanoseconds::zero(); } // (negative: as zero)
-    void begin_verbs_call() noexcept; // under mutex_, after checking closed_
+    void begin_verbs_call() noexcept; // under mutex_, once the machine let it go
     void end_verbs_call() noexcept;
     void hand_over(std::vector<completion>& done, const executor_type& ex);
     // Puts the queue pair in the error state (a verbs call begun by the caller, ended here):
     // the device flushes every work request; what it has not flushed after flush_grace is
     // flushed by a pass on the queue pair's context then (none if that has shut down).
     void flush() noexcept;
-    // Under mutex_: counts the call flush() is to make (the destroy waits for it).
-    void begin_flush() noexcept;
     void flush_after_grace(const executor_type& ex); // the pass that flushes the rest, on `ex`
     // Terminal cancellation of work request `wr_id`: a posted work request cannot be
     // recalled, so the queue pair goes to the error state (as when the connection is lost)
@@ -179,14 +178,9 @@ private:
     std::vector<std::uint64_t> cancelled_; // outstanding, cancelled: complete with operation_aborted
     std::vector<std::function<void()>> on_destroyed_;
     std::vector<std::weak_ptr<context_user>> also_gone_; // told after context_gone
-    bool destroyed_ = false;
-    bool closed_ = false;
+    qp_machine machine_; // closed, in error, what the device was told (qp_machine.hpp)
     bool moving_ = false;
-    bool busy_ = false;       // what executor_ was last told
-    bool broken_ = false;     // in error (a work request failed, or the connection is gone)
-    bool flush_rest_ = false; // the connection is gone, the device had its time to flush
-    // Whether the device was told to flush (by close(), a lost connection, the shutdown).
-    enum class flush_state : std::uint8_t { none, telling, told } flush_ = flush_state::none;
+    bool busy_ = false; // what executor_ was last told
     std::vector<completion> held_; // while moving, and until the current poller hands them over
     // Closed with work requests outstanding: itself, until they are flushed (the user and the
     // id may let go of it first). Let go of on the destroyer thread, where the CQ then goes.

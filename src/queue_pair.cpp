@@ -151,12 +151,13 @@ error_code qp_impl::refusal(work_request::kind what, const gathered_buffers& fou
 
 void qp_impl::post(const work_request& wr, handler h) {
     std::unique_lock lock(mutex_);
-    if (closed_ || broken_) {
+    if (const auto verdict = machine_.post(); verdict != qp_machine::posting::go) {
         // In error: the device would flush it; one may also take work on a queue pair the
         // CM then resets and never complete it (siw), so it is flushed here.
         auto ex = executor_.get();
-        error_code ec =
-            closed_ ? error_code(errc::not_open) : error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category());
+        error_code ec = verdict == qp_machine::posting::refuse_closed
+                            ? error_code(errc::not_open)
+                            : error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category());
         lock.unlock();
         refuse(ex, std::move(h), ec);
         return;
@@ -213,7 +214,7 @@ void qp_impl::post(const work_request& wr, handler h) {
 
 void qp_impl::on_destroyed(std::function<void()> release) {
     std::unique_lock lock(mutex_);
-    if (!destroyed_) {
+    if (!machine_.was_destroyed()) {
         on_destroyed_.push_back(std::move(release));
         return;
     }
@@ -230,7 +231,7 @@ void qp_impl::queue_pair_destroyed() noexcept {
     std::vector<std::function<void()>> releases;
     {
         std::lock_guard lock(mutex_);
-        destroyed_ = true;
+        machine_.destroyed();
         releases.swap(on_destroyed_);
     }
     for (auto& r : releases) r();
@@ -256,7 +257,7 @@ error_code qp_impl::outcome(std::uint64_t wr_id, error_code ec) {
 }
 
 qp_impl::completion qp_impl::completed(handler h, std::uint64_t wr_id, error_code ec, std::size_t bytes) {
-    if (closed_) return {std::move(h), boost::asio::error::operation_aborted, 0};
+    if (machine_.closed()) return {std::move(h), boost::asio::error::operation_aborted, 0};
     return {std::move(h), outcome(wr_id, ec), bytes};
 }
 
@@ -306,16 +307,16 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
             error_code ec;
             if (c.status != IBV_WC_SUCCESS) {
                 ec = error_code(c.status, work_completion_category());
-                broken_ = true; // a failed work request puts an RC queue pair in error
+                machine_.failed(); // a failed work request puts an RC queue pair in error
             }
             done.push_back(completed(std::move(*h), c.wr_id, ec, c.bytes));
         }
-        if (flush_rest_ && !outstanding_.empty()) { // after what the device completed, in posting order
+        if (machine_.flushes_outstanding() && !outstanding_.empty()) { // after what was polled, in posting order
             const error_code flush_error(IBV_WC_WR_FLUSH_ERR, work_completion_category());
             for (auto& [wr_id, h] : outstanding_.take_all())
                 done.push_back(completed(std::move(h), wr_id, flush_error, 0));
         }
-        if (closed_ && outstanding_.empty()) { // all flushed: nothing to poll for
+        if (machine_.done(!outstanding_.empty())) { // closed, all flushed: nothing to poll for
             left = std::move(poller_);
             flushed = std::move(flushing_);
         }
@@ -325,7 +326,7 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
         // flush let go of the reader (and of held_), and these completed before it, so they
         // complete as they did — held, nothing would ever hand them over (one server
         // coroutine in ~25 never ended after shard_pool::stop()).
-        if (!closed_ && (moving_ || !result.current)) {
+        if (machine_.holds(moving_, result.current)) {
             // Held while the id moves. A poller the queue pair has left hands over nothing
             // itself: the current one does, in order (woken here).
             held_.insert(held_.end(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
@@ -388,8 +389,8 @@ void qp_impl::wake(const std::shared_ptr<poller>& by) {
     spin(by);
 }
 
-void qp_impl::wake_later(const std::shared_ptr<poller>& current) {
-    current->run_on_reader([self = shared_from_this(), current] { self->wake(current); });
+bool qp_impl::wake_later(const std::shared_ptr<poller>& current) {
+    return current->run_on_reader([self = shared_from_this(), current] { self->wake(current); });
 }
 
 // A slice of polling: until it has taken spin_slice, then the next slice is posted behind
@@ -458,7 +459,7 @@ void qp_impl::after_handed(const executor_type& old_ex, std::function<void()> th
 
 bool qp_impl::polls_elsewhere(const executor_type& ex) const { // under mutex_
     // (Closed: only while its flush is polled for. No executor: its context has shut down.)
-    if ((closed_ && !flushing_) || !poller_ || !ex) return false;
+    if ((machine_.closed() && !flushing_) || !poller_ || !ex) return false;
     const auto here = poller_->reader->get_executor();
     return !here || !same_context(here, ex);
 }
@@ -491,7 +492,7 @@ void qp_impl::end_move(const executor_type& ex) {
         // A flush made (a close, a lost connection), its grace not over: the grace too, on
         // the new context (the old one may stop before it ends). A flush still being made
         // starts its grace here itself (flush()).
-        regrace = flush_ == flush_state::told && !flush_rest_ && old;
+        regrace = machine_.grace_running() && old;
     }
     if (regrace) flush_after_grace(ex);
     // Completions held while moving are handed over by the current poller, before any it
@@ -505,16 +506,10 @@ void qp_impl::end_move(const executor_type& ex) {
 void qp_impl::connection_lost() noexcept {
     {
         std::lock_guard lock(mutex_);
-        if (closed_) return; // its close() flushed it
-        broken_ = true;
-        begin_flush();
+        if (!machine_.lost()) return; // told already (a close(), a loss before)
+        begin_verbs_call();           // the flush's ibv_modify_qp: the destroy waits for it
     }
     flush();
-}
-
-void qp_impl::begin_flush() noexcept {
-    begin_verbs_call(); // the flush's ibv_modify_qp: the destroy waits for it
-    flush_ = flush_state::telling;
 }
 
 void qp_impl::flush() noexcept {
@@ -529,7 +524,7 @@ void qp_impl::flush() noexcept {
     executor_type ex;
     {
         std::lock_guard lock(mutex_);
-        flush_ = flush_state::told;
+        machine_.told();
         ex = executor_.get();
     }
     end_verbs_call();
@@ -546,7 +541,7 @@ void qp_impl::flush_after_grace(const executor_type& ex) {
         std::shared_ptr<poller> current;
         {
             std::lock_guard lock(self->mutex_);
-            self->flush_rest_ = true;
+            self->machine_.grace_over();
             current = self->poller_;
         }
         if (current) self->wake_later(current);
@@ -555,39 +550,48 @@ void qp_impl::flush_after_grace(const executor_type& ex) {
 
 // The outstanding work requests' buffers are the device's until it has flushed them: the
 // queue pair goes to the error state, and each handler completes (operation_aborted) from
-// its flush completion, polled as any other, or after the flush grace — never before.
+// its flush completion, polled as any other, or after the flush grace — never before. What
+// is left to hand over is handed over by a pass of the current poller, as every completion
+// is: in order, after any pass in progress (an abort posted from here would overtake what a
+// pass on the strand polled before). No context (this close() made inside its shutdown,
+// before the queue pair's turn): the device is told, then the handlers go, never called.
 void qp_impl::close() noexcept {
-    std::vector<completion> done;
-    std::shared_ptr<poller> left; // leaves its reader out of our lock
-    executor_type ex;
-    bool flushing;
+    std::vector<completion> left_over; // the handlers no pass will hand over
+    std::shared_ptr<poller> current, left;
+    qp_machine::closing steps;
     {
         std::lock_guard lock(mutex_);
-        if (closed_) return;
-        closed_ = true;
+        if (machine_.closed()) return;
+        const bool runs = static_cast<bool>(executor_.get());
+        steps = machine_.close({.outstanding = !outstanding_.empty(), .context_runs = runs});
         cancelled_.clear();
-        ex = executor_.get();
-        // (Nothing to flush once the queue pair is destroyed; no pass to flush it once its
-        // context has shut down: that one's shutdown let go of the handlers already.)
-        flushing = ex && !destroyed_ && !outstanding_.empty();
-        if (flushing) {
-            begin_flush();
-            flushing_ = shared_from_this();
-            // (Completions held while moving stay: the flush's passes hand them over first.)
-        } else {
-            done.swap(held_); // they completed first: as they did
-            for (auto& [id, h] : outstanding_.take_all())
-                done.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
-            left = std::move(poller_); // nothing left to poll for
+        if (steps.tell) begin_verbs_call(); // the flush's ibv_modify_qp: the destroy waits for it
+        if (steps.wait_for_flush) flushing_ = shared_from_this();
+        if (steps.let_go_now) {
+            left_over.swap(held_);
+            for (auto& [id, h] : outstanding_.take_all()) left_over.push_back({std::move(h), {}, 0});
+            left = std::move(poller_);
+            update_busy();
         }
+        current = poller_;
         closing_.store(true); // no verbs call starts from here (wait_idle)
     }
-    if (flushing) { // its handlers complete from the flush
-        ex = {};    // (not kept through a call: its context may shut down meanwhile)
-        return flush();
+    if (steps.tell) flush();
+    if (steps.let_go_now || steps.wait_for_flush || !current || wake_later(current))
+        return; // (what was left over goes here: after the device was told)
+    // The reader's context is gone (a move that could not seat the queue pair on its new
+    // context): nothing polls any more; what a pass would hand over is posted from here.
+    executor_type ex;
+    {
+        std::lock_guard lock(mutex_);
+        left_over.swap(held_);
+        for (auto& [id, h] : outstanding_.take_all())
+            left_over.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
+        left = std::move(poller_);
+        ex = executor_.get();
     }
-    if (!ex) return; // the context has shut down
-    for (auto& c : done) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
+    if (ex)
+        for (auto& c : left_over) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
     settle();
 }
 
@@ -598,27 +602,23 @@ void qp_impl::context_gone() noexcept {
     std::vector<completion> held;
     std::shared_ptr<qp_impl> flushing;
     std::vector<std::shared_ptr<context_user>> users;
-    bool to_error;
+    bool tell;
     {
         std::lock_guard lock(mutex_);
         if (executor_.get()) return; // it moved to a live context meanwhile: they run there
         for (auto& u : also_gone_)
             if (auto p = u.lock()) users.push_back(std::move(p));
+        // The device told to let go of their buffers before they go (nothing polls for its
+        // flush any more), unless it was told or erred by itself (qp_machine).
+        tell = machine_.context_gone(!outstanding_.empty());
+        if (tell) begin_verbs_call();
         waiting = outstanding_.take_all();
         held.swap(held_);
         cancelled_.clear();
         flushing = std::move(flushing_);
         update_busy();
-        const bool was_broken = std::exchange(broken_, true); // later posts refused (and dropped: no executor)
-        // The device told to let go of their buffers before they go (nothing polls for its
-        // flush any more): here, unless a close() or a lost connection told it already, or
-        // a failed work request put it in error. One of them telling it on another thread
-        // right now may not have returned: told here too (the call still counts then, so
-        // the queue pair is not destroyed under this one).
-        to_error = !waiting.empty() && !destroyed_ && (flush_ == flush_state::telling || (!closed_ && !was_broken));
-        if (to_error) begin_flush();
     }
-    if (to_error) flush();
+    if (tell) flush();
     if (flushing) destroy_later([flushing = std::move(flushing)] {});
     for (auto& u : users) u->context_gone(); // (a receive_pool's own waiting handler)
 }

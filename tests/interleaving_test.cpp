@@ -294,6 +294,49 @@ BOOST_AUTO_TEST_CASE(a_shutdown_during_a_close_lets_go_of_a_receive_after_the_de
     held.release();
 }
 
+// F2: a context's shutdown takes every member's executor, then tells each member in turn. A
+// coroutine frame destroyed by one told first (here the handler of another id's
+// async_next_event) may hold a queue pair not told yet, whose close() then finds no executor:
+// its receive's handler must still go only once the device was told to let go of the buffer
+// (before: at once, with no ibv_modify_qp, and the queue pair's own turn found nothing to
+// flush). The holder is the context's first id, so the shutdown tells it before the queue
+// pair; whether the window was reached is checked, not assumed.
+BOOST_AUTO_TEST_CASE(a_queue_pair_closed_inside_the_shutdown_before_its_turn_is_flushed_first) {
+    struct on_destroy {
+        std::function<void()> f;
+        ~on_destroy() { f(); }
+    };
+    std::vector<std::byte> buffer(64);
+    std::optional<asio::io_context> ctx(std::in_place);
+    std::optional<event_channel> channel(std::in_place, *ctx);
+    std::optional<cm_id> holder(std::in_place, *channel); // the context's first id
+    connection_pair p;
+    std::optional<memory_region> mr;
+    auto l = make_listener(*channel);
+    run(*ctx, connect_pair(l, *channel, p));
+    mr.emplace(p.client_qp->pd(), buffer);
+    ibv_qp* qp = p.client_qp->native_handle();
+    const int before = faults::calls("ibv_modify_qp", qp);
+    std::atomic<int> told_when_let_go{-1}; // ibv_modify_qp calls made by the time the receive's handler went
+    std::atomic<bool> receive_gone_first{false}; // the window missed: the queue pair was told first
+    p.client_qp->async_receive(*mr, buffer, [guard = std::make_shared<on_destroy>([&] {
+                                                 told_when_let_go = faults::calls("ibv_modify_qp", qp);
+                                             })](error_code, std::size_t) {});
+    struct frame { // notes whether the receive went already, then lets go of the queue pair
+        std::optional<queue_pair> qp;
+        std::function<void()> note;
+        ~frame() { note(); }
+    };
+    holder->async_next_event(
+        [f = std::make_shared<frame>(std::move(p.client_qp), [&] { receive_gone_first = told_when_let_go >= 0; })](
+            error_code, cm_event) {});
+    channel.reset();
+    ctx.reset(); // the shutdown: the holder's handler goes, closing the queue pair
+    BOOST_REQUIRE_MESSAGE(!receive_gone_first, "the queue pair was told before the holder: the window was not reached");
+    BOOST_TEST(told_when_let_go - before >= 1,
+               "the receive's handler went after " << told_when_let_go - before << " ibv_modify_qp calls");
+}
+
 // The same close, made while the queue pair's id moves to another context: the move ends
 // while the close's ibv_modify_qp is held at its gate. The receive's handler still waits
 // for the device (before: the move began the flush's grace on the new context, which handed
