@@ -178,9 +178,9 @@ private:
     std::vector<std::uint64_t> cancelled_; // outstanding, cancelled: complete with operation_aborted
     std::vector<std::function<void()>> on_destroyed_;
     std::vector<std::weak_ptr<context_user>> also_gone_; // told after context_gone
-    qp_machine machine_; // closed, in error, what the device was told (qp_machine.hpp)
+    qp_machine machine_;                                 // closed, in error, what the device was told (qp_machine.hpp)
     bool moving_ = false;
-    bool busy_ = false; // what executor_ was last told
+    bool busy_ = false;            // what executor_ was last told
     std::vector<completion> held_; // while moving, and until the current poller hands them over
     // Closed with work requests outstanding: itself, until they are flushed (the user and the
     // id may let go of it first). Let go of on the destroyer thread, where the CQ then goes.

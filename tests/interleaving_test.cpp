@@ -317,7 +317,7 @@ BOOST_AUTO_TEST_CASE(a_queue_pair_closed_inside_the_shutdown_before_its_turn_is_
     mr.emplace(p.client_qp->pd(), buffer);
     ibv_qp* qp = p.client_qp->native_handle();
     const int before = faults::calls("ibv_modify_qp", qp);
-    std::atomic<int> told_when_let_go{-1}; // ibv_modify_qp calls made by the time the receive's handler went
+    std::atomic<int> told_when_let_go{-1};       // ibv_modify_qp calls made by the time the receive's handler went
     std::atomic<bool> receive_gone_first{false}; // the window missed: the queue pair was told first
     p.client_qp->async_receive(*mr, buffer, [guard = std::make_shared<on_destroy>([&] {
                                                  told_when_let_go = faults::calls("ibv_modify_qp", qp);
@@ -327,9 +327,9 @@ BOOST_AUTO_TEST_CASE(a_queue_pair_closed_inside_the_shutdown_before_its_turn_is_
         std::function<void()> note;
         ~frame() { note(); }
     };
-    holder->async_next_event(
-        [f = std::make_shared<frame>(std::move(p.client_qp), [&] { receive_gone_first = told_when_let_go >= 0; })](
-            error_code, cm_event) {});
+    holder->async_next_event([f = std::make_shared<frame>(std::move(p.client_qp), [&] {
+                                  receive_gone_first = told_when_let_go >= 0;
+                              })](error_code, cm_event) {});
     channel.reset();
     ctx.reset(); // the shutdown: the holder's handler goes, closing the queue pair
     BOOST_REQUIRE_MESSAGE(!receive_gone_first, "the queue pair was told before the holder: the window was not reached");
