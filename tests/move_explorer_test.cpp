@@ -21,6 +21,7 @@
 // The explorer is shown to fail: two cases put a reviewed defect back into the course (F4's
 // release before the post; F5's end beside the read) and expect it to find a violation.
 #include "move_machine.hpp"
+#include "support/explorer.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -36,6 +37,7 @@
 namespace {
 
 using namespace rdmacm::detail;
+using rdmacm::test::exploration;
 using course_fn = move_actions (*)(move_place, move_facts);
 
 enum context : std::uint8_t { old_ctx, target_reader, new_ctx, contexts };
@@ -276,37 +278,13 @@ private:
     std::uint64_t drain_begun_ = 0;
 };
 
-struct exploration {
-    std::size_t runs = 0;
-    std::optional<std::string> violation;
-    std::vector<std::size_t> trace; // the choices of the failing run
-};
-
-// Depth first over every sequence of choices.
+// Every interleaving of one configuration.
 exploration explore(course_fn course, model::config config) {
-    exploration result;
-    std::vector<std::size_t> prefix;
-    for (;;) {
-        std::vector<std::pair<std::size_t, std::size_t>> made; // (choice, of how many)
+    return rdmacm::test::explore([&](auto choose) -> std::optional<std::string> {
         model m(course, config);
-        const bool ok = m.run([&](std::size_t count) {
-            std::size_t pick = made.size() < prefix.size() ? prefix[made.size()] : 0;
-            made.emplace_back(pick, count);
-            return pick;
-        });
-        ++result.runs;
-        if (!ok) {
-            result.violation = m.violation;
-            for (auto& c : made) result.trace.push_back(c.first);
-            return result;
-        }
-        // The next sequence: the last choice that has an untried sibling, advanced.
-        while (!made.empty() && made.back().first + 1 == made.back().second) made.pop_back();
-        if (made.empty()) return result;
-        prefix.clear();
-        for (auto& c : made) prefix.push_back(c.first);
-        ++prefix.back();
-    }
+        if (m.run(choose)) return std::nullopt;
+        return m.violation;
+    });
 }
 
 constexpr std::array<model::config, 4> configs{{
