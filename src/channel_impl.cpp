@@ -49,15 +49,15 @@ void channel_impl::remove_owner() noexcept {
 }
 
 // Edge-triggered readiness: read until EAGAIN, or events stay queued unseen (semantics A3).
-void channel_impl::drain() {
-    if (stopped()) return;
+bool channel_impl::drain() {
+    if (stopped()) return true;
     std::lock_guard lock(route_mutex_);
-    drain_locked();
+    return drain_locked();
 }
 
 thread_local const channel_impl* channel_impl::draining_ = nullptr;
 
-void channel_impl::drain_locked() {
+bool channel_impl::drain_locked() {
     struct in_drain { // (restored on the way out: a handler run inline may throw)
         const channel_impl* outer = std::exchange(draining_, nullptr);
         ~in_drain() { draining_ = outer; }
@@ -73,7 +73,8 @@ void channel_impl::drain_locked() {
             got = rdma_get_cm_event(channel_, &ev);
         }
         if (got != 0) {
-            if (errno == EAGAIN) reads_.drained(begun);
+            if (errno != EAGAIN) return false; // (ENOMEM) the events stay queued: read again after a pause
+            reads_.drained(begun);
             break;
         }
         events_read_.fetch_add(1, std::memory_order_relaxed);
@@ -93,8 +94,7 @@ void channel_impl::drain_locked() {
             if (target) target->on_event(copy); // else a rejected request's (reject_request)
         }
     }
-    // EAGAIN: drained. Anything else (ENOMEM) leaves the events queued: the next wait
-    // fires again at once since the fd is still readable.
+    return true;
 }
 
 bool channel_impl::try_look_for_move(std::uint64_t ticket) noexcept {

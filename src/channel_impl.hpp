@@ -89,7 +89,8 @@ public:
     bool try_look_for_move(std::uint64_t ticket) noexcept;
     // On the reader's strand (here when the context is gone: nothing reads then): the read,
     // then f. A read stopped short of EAGAIN (a handler run inline threw, or librdmacm's read
-    // failed: ENOMEM) goes on from a post, and f after it: the move's event may be left.
+    // failed: ENOMEM) goes on from a post (after a pause, for a failed read), and f after it:
+    // the move's event may be left.
     template <typename F>
     void read_for_move_then(std::uint64_t ticket, F f) {
         run_on_reader_or_here(
@@ -106,7 +107,8 @@ public:
                 if (done)
                     f();
                 else
-                    self->read_for_move_then(ticket, std::move(f));
+                    self->run_on_reader_after_a_pause(
+                        [self, ticket, f = std::move(f)]() mutable { self->read_for_move_then(ticket, std::move(f)); });
             });
     }
     // Whether any event waits on `channel`: a fresh poll sees the queue itself, events the
@@ -118,9 +120,10 @@ public:
 
 private:
     channel_impl(const executor_type& ex, rdma_event_channel* ch);
-    void on_readable() override { drain(); }
-    void drain();
-    void drain_locked(); // the routing lock held
+    bool on_readable() override { return drain(); }
+    // Reads to EAGAIN (or until stopped): false if a read failed otherwise (ENOMEM).
+    bool drain();
+    bool drain_locked(); // the routing lock held
     // The routing lock held: whether the move of `ticket` is covered, or nothing is queued.
     bool look_locked(std::uint64_t ticket) noexcept;
     // The routing lock held (`route`, let go of here): reads unless look_locked(). Whether

@@ -192,13 +192,14 @@ void completion_reader::stop_unless_seated() {
 // it is armed, so an event that comes meanwhile (a CQ armed again by a pass run here)
 // brings a pass of its own; and the channel's queue is in order, so the events counted here
 // are read before any such one.
-void completion_reader::on_readable() {
+bool completion_reader::on_readable() {
     for (int pending = channel_->armed.load(); pending > 0; --pending) {
         ibv_cq* cq = nullptr;
         void* context = nullptr;
-        if (ibv_get_cq_event(channel_->native(), &cq, &context) != 0) return;
+        if (ibv_get_cq_event(channel_->native(), &cq, &context) != 0) return errno == EAGAIN;
         if (auto sink = static_cast<cq_events*>(context)->read(cq)) sink->cq_event(*this);
     }
+    return true;
 }
 
 } // namespace rdmacm::detail

@@ -110,7 +110,7 @@ private:
     static std::shared_ptr<completion_reader> seat(const executor_type& ex, const context_bound::state& context,
                                                    std::shared_ptr<completion_channel> channel, bool own);
     completion_reader(const executor_type& ex, std::shared_ptr<completion_channel> channel);
-    void on_readable() override;
+    bool on_readable() override;
     void stop_unless_seated(); // on the strand
 
     std::shared_ptr<completion_channel> channel_;

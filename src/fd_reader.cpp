@@ -5,6 +5,7 @@
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/prefer.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/system/system_error.hpp>
 
@@ -38,8 +39,9 @@ void fd_reader::start() {
 }
 
 void fd_reader::read(bool arm) {
+    bool drained;
     try {
-        on_readable();
+        drained = on_readable();
     } catch (...) {
         // A handler run inline threw: out of run(), as Asio's own do. What the reader had
         // not read yet (no new edge will announce it) is read by another pass, which arms
@@ -47,7 +49,19 @@ void fd_reader::read(bool arm) {
         run_on_reader([self = shared_from_this(), arm] { self->read(arm); });
         throw;
     }
-    if (arm) wait();
+    if (!arm) return;
+    if (drained)
+        wait();
+    else
+        run_on_reader_after_a_pause([self = shared_from_this()] { self->read(then_wait); });
+}
+
+bool fd_reader::after_a_pause(std::function<void()> f) {
+    auto call = call_into_context();
+    if (!call) return false;
+    auto timer = std::make_shared<boost::asio::steady_timer>(call->strand(), read_retry_pause);
+    timer->async_wait([timer, f = std::move(f)](boost::system::error_code) { f(); });
+    return true;
 }
 
 fd_reader::~fd_reader() { detach(); }

@@ -11,6 +11,8 @@
 #include <boost/asio/posix/basic_stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,6 +43,17 @@ public:
         return true;
     }
 
+    // Runs f on the reader's strand after a pause (a read that failed with anything but
+    // EAGAIN — ENOMEM — would fail again at once: the fd stays readable, and an immediate
+    // retry would spin a thread until memory came back), or here when the context is gone
+    // (nothing reads then). (Rare: its allocations do not matter.)
+    template <typename F>
+    void run_on_reader_after_a_pause(F f) {
+        auto shared = std::make_shared<F>(std::move(f));
+        if (!after_a_pause([shared] { (*shared)(); })) (*shared)();
+    }
+    static constexpr std::chrono::milliseconds read_retry_pause{10};
+
     // Runs f on the reader's strand, or here when the context is gone (nothing reads then).
     template <typename F>
     void run_on_reader_or_here(F f) {
@@ -67,7 +80,8 @@ protected:
     // Registers with the context and starts waiting; once, after construction.
     void start();
     // The fd is readable: read it to EAGAIN (edge-triggered readiness, semantics A3).
-    virtual void on_readable() = 0;
+    // False if a read failed otherwise (the fd still readable: read again after a pause).
+    virtual bool on_readable() = 0;
     // On the strand: whether this thread runs it now.
     bool on_reader_thread();
     void stop() noexcept;
@@ -77,7 +91,9 @@ protected:
 
     // on_readable(), on the strand, then, if `arm`, the wait for the next readiness; when
     // it throws, the reader reads on (another pass is posted) and the exception goes on to
-    // run(). A pass out of turn (a kick) does not arm: the wait is armed already.
+    // run(). A pass out of turn (a kick) does not arm: the wait is armed already. A pass
+    // whose read failed (not EAGAIN) reads again after a pause instead of arming the wait,
+    // which would fire at once.
     // The wait is armed after the pass, not before it: arming is a system call (Asio
     // re-registers the fd, EPOLL_CTL_MOD, for a wait that never reads speculatively) that
     // would otherwise come before every handler the pass runs — the reply a handler sends.
@@ -118,6 +134,7 @@ private:
 
     static constexpr bool then_wait = true;
     void wait();
+    bool after_a_pause(std::function<void()> f);
     // A strand of `ex`: of the io_context's own executor when that is what `ex` holds, so
     // that a wake-up goes through one type-erased executor, not two (a strand of an
     // any_io_executor wraps it again, and is too big to sit in an any_io_executor in place:

@@ -169,3 +169,30 @@ BOOST_AUTO_TEST_CASE(every_call_fails_cleanly_with_each_errno) {
     BOOST_TEST_MESSAGE(injected << " faults injected");
     BOOST_TEST(injected >= 40);
 }
+
+// The channel's reads failing with ENOMEM again and again (memory short for a while): the
+// reader reads again after a pause, not at once — before, the wait it armed fired at once on
+// the still-readable fd, and the reader spun its thread — and the event is delivered once
+// memory is back.
+BOOST_AUTO_TEST_CASE(a_read_failing_with_enomem_again_and_again_is_retried_after_a_pause) {
+    asio::io_context ctx;
+    event_channel channel(ctx);
+    cm_id id(channel);
+    run_until(
+        ctx, [] { return false; }, 50ms); // the channel's first read is done
+    const void* ch = channel.native_handle();
+    faults::inject("rdma_get_cm_event", ENOMEM, 1'000'000);
+    std::optional<error_code> resolved;
+    id.async_resolve_address(device_endpoint(1), 2s, [&](error_code ec) { resolved = ec; });
+    const int before = faults::calls("rdma_get_cm_event", ch);
+    run_until(
+        ctx, [] { return false; }, 300ms);
+    const int reads = faults::calls("rdma_get_cm_event", ch) - before;
+    faults::clear();
+    BOOST_TEST(reads >= 1, "the event was never read");
+    // (A pause of 10 ms: about 30 reads.)
+    BOOST_TEST(reads <= 60, reads << " reads in 300 ms: the reader spins");
+    BOOST_REQUIRE(run_until(
+        ctx, [&] { return resolved.has_value(); }, 10s));
+    BOOST_TEST(!*resolved, resolved->message());
+}
