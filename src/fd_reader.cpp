@@ -49,7 +49,7 @@ void fd_reader::read(bool arm) {
         run_on_reader([self = shared_from_this(), arm] { self->read(arm); });
         throw;
     }
-    if (!arm) return;
+    if (!arm || stopped_) return; // (stopped: released, nothing to read again)
     if (drained)
         wait();
     else

@@ -145,6 +145,11 @@ private:
     void begin_verbs_call() noexcept; // under mutex_, once the machine let it go
     void end_verbs_call() noexcept;
     void hand_over(std::vector<completion>& done, const executor_type& ex);
+    // Under mutex_, closed with no flush to poll for: what a pass would hand over, in order
+    // (held ones, then, if the machine says so, the outstanding ones, aborted).
+    std::vector<completion> take_left_over();
+    // Posts them to `ex` (none: they go), outside mutex_.
+    void post_left_over(std::vector<completion>& left, const executor_type& ex);
     // Puts the queue pair in the error state (a verbs call begun by the caller, ended here):
     // the device flushes every work request; what it has not flushed after flush_grace is
     // flushed by a pass on the queue pair's context then (none if that has shut down).

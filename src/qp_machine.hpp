@@ -66,7 +66,9 @@ public:
             if (tell) device_ = device::telling;
             return {.tell = tell, .wait_for_flush = false, .let_go_now = true};
         }
-        if (!f.outstanding) return {}; // a pass hands over what is left
+        // (Destroyed before its close: an id whose close never ran, destroyed by its last
+        // reference, ~id_impl. The device is gone: a pass aborts what is left.)
+        if (!f.outstanding || destroyed_) return {}; // a pass hands over what is left
         const bool tell = device_ != device::told && device_ != device::telling;
         if (tell) device_ = device::telling;
         return {.tell = tell, .wait_for_flush = true, .let_go_now = false};
@@ -85,7 +87,6 @@ public:
     // The device had its time to flush (siw never completes work posted after its
     // connection went): a pass flushes what is outstanding.
     void grace_over() noexcept { grace_over_ = true; }
-    // (Always after close(): the id closes its data path before it destroys the queue pair.)
     void destroyed() noexcept { destroyed_ = true; }
 
     bool closed() const noexcept { return closed_; }

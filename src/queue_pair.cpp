@@ -480,14 +480,20 @@ void qp_impl::end_move(const executor_type& ex) {
             there = std::make_shared<poller>([&] { return completion_reader::of(ex, resources_->events.channel()); });
         } catch (const std::exception&) {}
     std::shared_ptr<poller> old, current;
+    std::vector<completion> left_over; // a closed queue pair's
+    executor_type now;
     bool held, regrace;
     {
         std::lock_guard lock(mutex_);
         // (For a moment both pollers may poll, one at a time, both handing over to `ex`.)
         if (there && polls_elsewhere(ex)) old = std::exchange(poller_, std::move(there));
-        executor_.set(ex);
+        now = executor_.set(ex);
         moving_ = false;
         current = poller_;
+        // Closed, with no flush to poll for: no poller follows the queue pair, and the one
+        // it has may be on a context that never runs again. What it held is handed over
+        // from here: nothing newer can come (nothing outstanding, or aborted here too).
+        if (machine_.closed() && !flushing_) left_over = take_left_over();
         held = !held_.empty();
         // A flush made (a close, a lost connection), its grace not over: the grace too, on
         // the new context (the old one may stop before it ends). A flush still being made
@@ -500,7 +506,24 @@ void qp_impl::end_move(const executor_type& ex) {
     // ones first). A new poller has a first pass in any case: the old one may have been
     // polling with the queue unarmed (polling mode), and stops now that it is not current.
     if ((held || old) && current) wake_later(current);
+    if (!left_over.empty()) post_left_over(left_over, now);
     // (`old` and an unused `there` leave their readers here, out of our lock.)
+}
+
+std::vector<qp_impl::completion> qp_impl::take_left_over() {
+    std::vector<completion> left;
+    left.swap(held_); // they completed first: as they did
+    if (machine_.flushes_outstanding())
+        for (auto& [id, h] : outstanding_.take_all())
+            left.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
+    return left;
+}
+
+void qp_impl::post_left_over(std::vector<completion>& left, const executor_type& ex) {
+    if (ex) // (else its context has shut down: they go, never called)
+        for (auto& c : left) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
+    left.clear();
+    settle();
 }
 
 void qp_impl::connection_lost() noexcept {
@@ -584,15 +607,11 @@ void qp_impl::close() noexcept {
     executor_type ex;
     {
         std::lock_guard lock(mutex_);
-        left_over.swap(held_);
-        for (auto& [id, h] : outstanding_.take_all())
-            left_over.push_back({std::move(h), boost::asio::error::operation_aborted, 0});
+        left_over = take_left_over();
         left = std::move(poller_);
         ex = executor_.get();
     }
-    if (ex)
-        for (auto& c : left_over) boost::asio::post(ex, boost::asio::append(std::move(c.h), c.ec, c.bytes));
-    settle();
+    post_left_over(left_over, ex);
 }
 
 void qp_impl::context_gone() noexcept {

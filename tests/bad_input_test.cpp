@@ -193,3 +193,29 @@ BOOST_FIXTURE_TEST_CASE(oversized_private_data, channel_fixture) {
             BOOST_TEST(std::string_view(ec2.location().function_name()) == "rdma_connect");
     }());
 }
+
+// The composed connect refuses private data librdmacm cannot carry, as the id's own connect
+// does (before, it dropped it and connected without): from a post, before any step (no
+// address resolved), both overloads.
+BOOST_FIXTURE_TEST_CASE(the_composed_connect_refuses_oversized_private_data, channel_fixture) {
+    auto l = make_listener(*channel);
+    std::array<std::byte, 256> big{};
+    connect_options o;
+    o.params.private_data = big;
+    const endpoint server = device_endpoint(l.local_endpoint().port());
+    cm_id raw(*channel), with_data_path(*channel);
+    std::optional<error_code> a, b;
+    async_connect(raw, server, o, [&](error_code ec, cm_event) { a = ec; });
+    async_connect(with_data_path, server, o, {}, {}, [&](error_code ec, cm_event, queue_pair qp, receive_pool pool) {
+        b = ec;
+        BOOST_TEST(!qp.is_open());
+        BOOST_TEST(!pool.is_open());
+    });
+    BOOST_TEST((!a && !b), "completed inside the initiating call");
+    BOOST_REQUIRE(run_until(
+        ctx, [&] { return a && b; }, 10s));
+    BOOST_TEST(*a == make_error_code(errc::private_data_too_long), a->message());
+    BOOST_TEST(*b == make_error_code(errc::private_data_too_long), b->message());
+    BOOST_TEST(!raw.native_handle()->verbs, "an address was resolved first");
+    BOOST_TEST(!with_data_path.native_handle()->verbs, "an address was resolved first");
+}

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The samples on the test device, as a user runs them: the co_await CM server and client
+# The samples on the test device, as a user runs them: the hello pair, the co_await CM server and client
 # (greeting, disconnect, SIGINT stops the server cleanly), the live migration demo, the
 # echo client and server over send/receive, the sharded echo server and the rebalance demo,
 # and rdma-core's ucmatose and cmtime clients against our cmatose_server. Bounded in time.
@@ -58,6 +58,19 @@ stop_server() {
     [ $status = 0 ] || { echo "server exit status $status (124: its time limit)"; exit 1; }
     grep -q 'stopped cleanly' "$out"
 }
+
+# The hello pair (the README's first program): the greeting comes back, twice over (two
+# clients, one after the other), and the server stops cleanly.
+start_server "$samples/hello_server" "$addr" 0
+for name in "sample test" second; do
+    hello=$(timeout 60 "$samples/hello_client" "$addr" "$port" "$name")
+    echo "$hello"
+    grep -qx "client: hello, $name" <<<"$hello"
+    grep -qx 'client: disconnected' <<<"$hello"
+done
+stop_server
+grep -q 'a message from sample test' "$out"
+grep -q 'a message from second' "$out"
 
 # The echo sample: every message comes back intact over send/receive.
 start_server "$samples/echo_server" "$addr" 0

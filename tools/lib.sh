@@ -12,6 +12,8 @@ build_packages=(g++ cmake make pkg-config libboost1.81-dev libboost-test1.81-dev
 # Host RDMA usable? Then RDMACM_TEST_DEVICES and the addresses are exported.
 host_rdma() { local e; e=$("$repo/tools/rdma-env" 2>/dev/null) && eval "$e"; }
 
+# prepare [TARGET...]: the packages, the devices (the VM's if none here), and the build —
+# of the given targets only, else of everything.
 prepare() {
     [ "$(id -u)" = 0 ] || die "run as root: it installs Debian packages (and sets up the VM)"
     apt_install "${build_packages[@]}"
@@ -30,7 +32,9 @@ prepare() {
     # less time than with full debug information (measured: a test 34 s instead of 45 s).
     cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
         "$cmake_devices" >/dev/null
-    cmake --build "$build" -j"$(nproc)" -- --no-print-directory
+    local targets=()
+    [ $# = 0 ] || targets=(--target "$@")
+    cmake --build "$build" -j"$(nproc)" "${targets[@]}" -- --no-print-directory
 }
 
 # run_on_rdma [--timeout SECS] CMD...: in the VM with the repo as the shared directory.

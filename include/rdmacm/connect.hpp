@@ -7,7 +7,9 @@
 #include "rdmacm/queue_pair.hpp"
 #include "rdmacm/receive_pool.hpp"
 
+#include <boost/asio/append.hpp>
 #include <boost/asio/compose.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <chrono>
@@ -103,7 +105,10 @@ struct connect_op {
             ec = boost::asio::error::operation_aborted;
         if (ec) return attach.complete(self, id, ec);
         switch (step++) {
-        case 0: return id.async_resolve_address(options.local, remote, options.resolve_timeout, std::move(self));
+        case 0:
+            if (params.error()) // (refused before any step, from a post: never inside the call)
+                return boost::asio::post(id.get_executor(), boost::asio::append(std::move(self), params.error()));
+            return id.async_resolve_address(options.local, remote, options.resolve_timeout, std::move(self));
         case 1: return id.async_resolve_route(options.resolve_timeout, std::move(self));
         default:
             if ((ec = attach.before_connect(id))) return attach.complete(self, id, ec);
@@ -123,7 +128,8 @@ struct connect_op {
 ///
 /// @par Completion Signature
 /// `void(error_code, cm_event)` — the ESTABLISHED event, or the error of the step that
-/// failed (each step's errors as documented on cm_id).
+/// failed (each step's errors as documented on cm_id); errc::private_data_too_long, before
+/// any step, when `options.params` carries more than 255 bytes of private data.
 /// @par Executor
 /// `id`'s (or the handler's associated one).
 /// @par Per-Operation Cancellation
@@ -154,7 +160,8 @@ auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const conn
 /// error (the step that failed, as documented on cm_id; "ibv_create_cq",
 /// "rdma_create_qp", "ibv_reg_mr" for the data path; EINVAL "receive_pool" for a depth of
 /// 0 or beyond `qp_options.max_recv_wr`, or a message size of 0 or beyond 2^32 − 2; EINVAL
-/// "connect_options::qp" when `options.qp` asks for a raw queue pair as well) both are
+/// "connect_options::qp" when `options.qp` asks for a raw queue pair as well;
+/// errc::private_data_too_long, before any step, for more than 255 bytes of private data) both are
 /// unopened, on the id's executor, and the id is as a failed `cm_id::async_connect` leaves
 /// it (with its queue pair, if one was made): close it.
 /// @par Executor
