@@ -113,18 +113,9 @@ bool channel_impl::look_locked(std::uint64_t ticket) noexcept {
     return true;
 }
 
-bool channel_impl::read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route) {
-    if (!look_locked(ticket)) {
-        try {
-            drain_locked();
-        } catch (...) {
-            route.unlock();
-            throw;
-        }
-    }
-    const bool done = reads_.covered(ticket) || stopped();
-    route.unlock();
-    return done;
+bool channel_impl::read_for_move_locked(std::uint64_t ticket) {
+    if (!look_locked(ticket)) drain_locked();
+    return reads_.covered(ticket) || stopped();
 }
 
 bool channel_impl::has_queued_event(const rdma_event_channel* channel) noexcept {

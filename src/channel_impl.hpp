@@ -96,10 +96,10 @@ public:
         run_on_reader_or_here(
             [self = std::static_pointer_cast<channel_impl>(shared_from_this()), ticket, f = std::move(f)]() mutable {
                 if (draining_ == self.get()) return f(); // (here, inside its drain: its context is gone)
-                std::unique_lock route(self->route_mutex_);
                 bool done;
                 try {
-                    done = self->read_for_move(ticket, route);
+                    std::lock_guard route(self->route_mutex_);
+                    done = self->read_for_move_locked(ticket);
                 } catch (...) {
                     self->read_for_move_then(ticket, std::move(f));
                     throw;
@@ -126,9 +126,9 @@ private:
     bool drain_locked(); // the routing lock held
     // The routing lock held: whether the move of `ticket` is covered, or nothing is queued.
     bool look_locked(std::uint64_t ticket) noexcept;
-    // The routing lock held (`route`, let go of here): reads unless look_locked(). Whether
-    // the move's read is done (covered now, or the reader stopped: nothing reads any more).
-    bool read_for_move(std::uint64_t ticket, std::unique_lock<std::mutex>& route);
+    // The routing lock held: reads unless look_locked(). Whether the move's read is done
+    // (covered now, or the reader stopped: nothing reads any more).
+    bool read_for_move_locked(std::uint64_t ticket);
 
     rdma_event_channel* channel_;
     std::mutex route_mutex_; // held by the reader while it reads and routes events
