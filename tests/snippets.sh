@@ -1,8 +1,9 @@
 #!/bin/bash
-# The code blocks of the README and docs/ that show a compiled source: each is preceded by
-# a marker line `<!-- snippet: PATH NAME -->` and must equal the lines of PATH between its
+# The C++ code blocks of the README and docs/, each taken from a compiled source: each is
+# preceded by a marker line `<!-- snippet: PATH NAME -->` and must equal the lines of PATH between its
 # two `// [NAME]` lines (less their common indentation). A block that drifts from its
-# source fails this check; `--write` rewrites the blocks from their sources instead.
+# source fails this check, and so does a C++ block without a marker; `--write` rewrites the
+# blocks from their sources instead.
 # Usage: snippets.sh REPO [--write]
 set -euo pipefail
 repo=$1 write=${2:-}
@@ -28,6 +29,7 @@ render() { # DOC: the doc with each marked block replaced by its region
         case $state in
         text)
             printf '%s\n' "$line"
+            [[ $line != '```cpp'* ]] || { echo "snippets: $1: a C++ block not taken from a compiled source (no marker)" >&2; return 1; }
             if [[ $line =~ ^'<!-- snippet: '([^ ]+)' '([^ ]+)' -->'$ ]]; then
                 path=${BASH_REMATCH[1]} name=${BASH_REMATCH[2]} state=fence
             fi ;;

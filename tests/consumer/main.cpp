@@ -5,7 +5,6 @@
 
 #include <boost/asio/use_awaitable.hpp>
 
-#include <chrono>
 #include <iostream>
 
 namespace asio = boost::asio;
@@ -13,23 +12,24 @@ using awaitable_channel = asio::use_awaitable_t<>::as_default_on_t<rdmacm::event
 using awaitable_id = asio::use_awaitable_t<>::as_default_on_t<rdmacm::cm_id>;
 using awaitable_listener = asio::use_awaitable_t<>::as_default_on_t<rdmacm::listener>;
 using awaitable_queue_pair = asio::use_awaitable_t<>::as_default_on_t<rdmacm::queue_pair>;
+using awaitable_receive_pool = asio::use_awaitable_t<>::as_default_on_t<rdmacm::receive_pool>;
 
 asio::awaitable<void> echo_once(awaitable_listener& l, awaitable_channel& other) {
     awaitable_id id = (co_await l.async_get_request()).id;
     awaitable_queue_pair qp(id);
+    awaitable_receive_pool inbox(qp, 4, 64); // posted before the accept: the peer may send at once
     co_await id.async_accept({});
     co_await id.async_migrate(other);
-    std::array<std::byte, 64> buffer{};
-    rdmacm::memory_region mr(qp.pd(), buffer);
-    auto n = co_await qp.async_receive(mr, buffer);
-    co_await qp.async_send(mr, std::span(buffer).first(n));
+    auto message = co_await inbox.async_receive();
+    co_await qp.async_send(inbox.region(), message.data());
     co_await id.async_next_event();
 }
 
+// Resolve, route, a queue pair with its receives posted, connect: one operation.
 asio::awaitable<void> connect(awaitable_id& id, const rdmacm::endpoint& to) {
-    co_await id.async_resolve_address(to, std::chrono::seconds(2));
-    co_await id.async_resolve_route(std::chrono::seconds(2));
-    co_await rdmacm::async_connect(id, to, {});
+    auto [established, qp, inbox] = co_await rdmacm::async_connect(id, to, {}, {}, {.depth = 4, .message_size = 64});
+    auto greeting = co_await inbox.async_receive();
+    co_await qp.async_send(inbox.region(), greeting.data()); // said back
 }
 
 int main() {
