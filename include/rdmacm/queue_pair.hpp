@@ -182,7 +182,8 @@ public:
     /// @par Completion Signature
     /// `void(error_code, std::size_t)`, errors and executor as for async_send
     /// (`max_recv_sge`, `max_recv_wr`); a message longer than the buffers fails the receive
-    /// (IBV_WC_LOC_LEN_ERR) and the queue pair.
+    /// and the queue pair, with the device's status: IBV_WC_LOC_LEN_ERR on siw,
+    /// IBV_WC_LOC_QP_OP_ERR on rxe (whose sender gets IBV_WC_REM_OP_ERR; docs/devices.md).
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
     template <registered_buffer_sequence<mutable_registered_buffer> MutableRegisteredBuffers,
