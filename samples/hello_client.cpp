@@ -6,7 +6,8 @@
 // receive is given a time-out, with a timer and `||`; the client speaks first and says it
 // again when no answer comes — on soft-iWARP (siw) a first message may stay unread until
 // more data follows, and a server that spoke first could fail the client's connect
-// (docs/co_await-connections.md, "Who speaks first").
+// (docs/co_await-connections.md, "Who speaks first"). No other retry is needed: the
+// connection itself is reliable.
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -18,9 +19,13 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
 #include <iostream>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <variant>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

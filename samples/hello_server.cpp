@@ -5,7 +5,7 @@
 // The habits it shows: each connection request is served by a coroutine of its own (one
 // slow peer never stalls the listener); the queue pair and its receives are made before
 // the accept (on iWARP a message that finds no receive posted breaks the connection); a
-// stop is the io_context's: its destruction takes the coroutines and their connections.
+// stop closes the listener and every connection, and run() then returns on its own.
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -17,7 +17,11 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <array>
-#include <cstring>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <set>
+#include <span>
 #include <iostream>
 #include <string>
 
@@ -25,8 +29,14 @@ namespace asio = boost::asio;
 
 // [serve]
 // One connection, from its request to the peer's disconnect.
-asio::awaitable<void> serve(rdmacm::connection_request request) {
+asio::awaitable<void> serve(rdmacm::connection_request request, std::set<rdmacm::cm_id*>& live) {
     rdmacm::cm_id id = std::move(request.id);
+    live.insert(&id); // a stop closes it
+    struct leave {
+        std::set<rdmacm::cm_id*>& live;
+        rdmacm::cm_id* id;
+        ~leave() { live.erase(id); }
+    } on_end{live, &id};
     rdmacm::queue_pair qp(id, {.max_send_wr = 4, .max_recv_wr = 4});
     rdmacm::receive_pool inbox(qp, 4, 64); // 4 receives of 64 bytes, posted now
     std::array<char, 80> reply{};
@@ -34,7 +44,7 @@ asio::awaitable<void> serve(rdmacm::connection_request request) {
     auto [refused, established] = co_await id.async_accept({}, asio::as_tuple(asio::use_awaitable));
     for (bool open = !refused; open;) {
         auto [gone, message] = co_await inbox.async_receive(asio::as_tuple(asio::use_awaitable));
-        if (gone) break; // the peer disconnected: the receives were flushed
+        if (gone) break; // the connection is over (the peer disconnected, or a stop closed it)
         const std::string name(reinterpret_cast<const char*>(message.data().data()), message.size());
         std::cout << "server: a message from " << name << std::endl;
         const int n = std::snprintf(reply.data(), reply.size(), "hello, %s", name.c_str());
@@ -55,25 +65,36 @@ int main(int argc, char** argv) {
     try {
         // [listen]
         asio::io_context ctx;
-        rdmacm::event_channel channel(ctx); // the ids' events, read on ctx
-        rdmacm::listener listener(channel);
+        auto channel = std::make_unique<rdmacm::event_channel>(ctx); // the ids' events, read on ctx
+        rdmacm::listener listener(*channel);
         listener.bind(
             {asio::ip::make_address(argv[1]), static_cast<unsigned short>(argc == 3 ? std::stoi(argv[2]) : 0)});
         listener.listen();
         std::cout << "server: listening on " << listener.local_endpoint() << std::endl;
+        std::set<rdmacm::cm_id*> live;
         asio::co_spawn(
             ctx,
             [&]() -> asio::awaitable<void> {
                 for (;;) {
                     auto [closed, request] = co_await listener.async_get_request(asio::as_tuple(asio::use_awaitable));
                     if (closed) co_return;
-                    asio::co_spawn(ctx, serve(std::move(request)), asio::detached);
+                    asio::co_spawn(ctx, serve(std::move(request), live), [](std::exception_ptr e) {
+                        try {
+                            if (e) std::rethrow_exception(e);
+                        } catch (const std::exception& x) { // (this connection only)
+                            std::cerr << "server: a connection failed: " << x.what() << std::endl;
+                        }
+                    });
                 }
             },
             asio::detached);
         asio::signal_set signals(ctx, SIGINT, SIGTERM);
-        signals.async_wait([&](boost::system::error_code, int) { ctx.stop(); });
-        ctx.run(); // (while a channel is open, run() returns only when stopped)
+        signals.async_wait([&](boost::system::error_code, int) {
+            listener.close();
+            for (auto* id : live) id->close(); // their coroutines end
+            channel.reset();                   // its last id gone, the channel goes
+        });
+        ctx.run(); // returns once every id and the channel are gone
         // [listen]
         std::cout << "server: stopped cleanly" << std::endl;
         return 0;
