@@ -2,6 +2,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <cerrno>
 #include <string>
 
 namespace rdmacm {
@@ -100,10 +101,59 @@ public:
 
 constexpr wc_category the_wc_category;
 
+class condition_category_impl final : public boost::system::error_category {
+public:
+    constexpr condition_category_impl() noexcept : error_category(0x8e2f'51c3'7a0d'4b1b) {}
+
+    const char* name() const noexcept override { return "asio-rdmacm.condition"; }
+
+    std::string message(int ev) const override {
+        switch (static_cast<condition>(ev)) {
+        case condition::connection_lost: return "the connection is gone";
+        case condition::refused: return "the connection was refused";
+        case condition::timed_out: return "nobody answered in time";
+        case condition::misuse: return "the library refused the call before making it";
+        }
+        return "asio-rdmacm condition " + std::to_string(ev);
+    }
+
+    bool equivalent(const boost::system::error_code& code, int c) const noexcept override {
+        if (code.category() == the_category) return matches(static_cast<errc>(code.value()), static_cast<condition>(c));
+        if (code.category() == the_wc_category) return matches_wc(code.value(), static_cast<condition>(c));
+        if (code.category() == boost::system::system_category() || code.category() == boost::system::generic_category())
+            return (c == static_cast<int>(condition::refused) && code.value() == ECONNREFUSED) ||
+                   (c == static_cast<int>(condition::timed_out) && code.value() == ETIMEDOUT);
+        return false;
+    }
+
+private:
+    static bool matches(errc e, condition c) noexcept {
+        switch (c) {
+        case condition::connection_lost: return e == errc::disconnected || e == errc::device_removed;
+        case condition::refused: return e == errc::rejected;
+        case condition::timed_out: return e == errc::unreachable;
+        case condition::misuse: return e >= errc::operation_in_progress && e <= errc::no_device;
+        }
+        return false;
+    }
+    static bool matches_wc(int status, condition c) noexcept {
+        const bool retries_exhausted = status == IBV_WC_RETRY_EXC_ERR || status == IBV_WC_RNR_RETRY_EXC_ERR;
+        switch (c) {
+        case condition::connection_lost: return status == IBV_WC_WR_FLUSH_ERR || retries_exhausted;
+        case condition::timed_out: return retries_exhausted;
+        default: return false;
+        }
+    }
+};
+
+constexpr condition_category_impl the_condition_category;
+
 } // namespace
 
 const boost::system::error_category& error_category() noexcept { return the_category; }
 
 const boost::system::error_category& work_completion_category() noexcept { return the_wc_category; }
+
+const boost::system::error_category& condition_category() noexcept { return the_condition_category; }
 
 } // namespace rdmacm

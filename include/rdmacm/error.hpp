@@ -10,6 +10,8 @@
 ///   library: `rdmacm::error_category()` with an `rdmacm::errc`. The event's raw status
 ///   (e.g. the reject reason) stays in the `cm_event` the operation completes with;
 /// - a data operation whose work completion failed: `work_completion_category()`.
+///
+/// `rdmacm::condition` matches across the three: connection lost, refused, timed out, misuse.
 #include <boost/system/error_code.hpp>
 
 namespace rdmacm {
@@ -45,6 +47,7 @@ enum class errc {
     pool_stopped,                 ///< the shard pool is stopping or stopped
     too_many_buffers,             ///< more buffers in one data operation than the queue pair takes
     no_device,                    ///< a queue pair or a connect on an id with no RDMA device yet (resolve first)
+    // (The misuse group ends here: condition::misuse matches operation_in_progress to no_device.)
 };
 
 /// The category of `errc` values ("asio-rdmacm").
@@ -58,10 +61,40 @@ const boost::system::error_category& work_completion_category() noexcept;
 
 inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
+/// The questions a user asks of any error, whichever category it came in (as Beast's
+/// `condition`): `if (ec == rdmacm::condition::connection_lost)`. An error_code may match
+/// more than one.
+enum class condition {
+    /// The connection is gone: the peer disconnected or its device went away while an
+    /// operation waited (errc::disconnected, errc::device_removed), work flushed from a
+    /// queue pair in error (IBV_WC_WR_FLUSH_ERR), the transport's retries exhausted
+    /// (IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR).
+    connection_lost = 1,
+    /// Nobody took the connection: rejected (errc::rejected, on IB and RoCE), or refused by
+    /// the peer's host (ECONNREFUSED from rdma_connect, on iWARP). docs/devices.md.
+    refused,
+    /// Nobody answered in time: errc::unreachable (a connection request unanswered),
+    /// ETIMEDOUT from a call, the transport's retries exhausted (IBV_WC_RETRY_EXC_ERR,
+    /// IBV_WC_RNR_RETRY_EXC_ERR).
+    timed_out,
+    /// The library refused the call before making it: an errc of the misuse group
+    /// (errc::operation_in_progress to errc::no_device).
+    misuse,
+};
+
+/// The category of `condition` values ("asio-rdmacm.condition").
+const boost::system::error_category& condition_category() noexcept;
+
+inline boost::system::error_condition make_error_condition(condition c) noexcept {
+    return {static_cast<int>(c), condition_category()};
+}
+
 } // namespace rdmacm
 
 // A specialization of Boost's, not part of the API reference:
 /// @cond
 template <>
 struct boost::system::is_error_code_enum<rdmacm::errc> : std::true_type {};
+template <>
+struct boost::system::is_error_condition_enum<rdmacm::condition> : std::true_type {};
 /// @endcond
