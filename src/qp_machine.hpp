@@ -47,9 +47,11 @@ public:
     }
 
     // The connection is gone, or a work request was cancelled: whether to tell the device
-    // now. (A closed queue pair was told by its close.)
+    // now. (A closed queue pair was told by its close; a destroyed one has no device left:
+    // a cancellation after an id was destroyed by its last reference, ~id_impl, found by
+    // qp_explorer_test.)
     bool lost() noexcept {
-        if (closed_) return false;
+        if (closed_ || destroyed_) return false;
         in_error_ = true;
         if (device_ == device::telling || device_ == device::told) return false;
         device_ = device::telling;

@@ -46,11 +46,13 @@ using namespace rdmacm::detail;
 
 struct config {
     const char* name;
-    int posts;         // work requests posted (one queue: they complete in posting order)
-    bool may_fail;     // the device may fail one
-    bool lose;         // the connection is lost, on a thread of its own
-    bool shutdown;     // the context shuts down
-    bool flushes_late; // work posted to a queue pair in error is flushed (rxe), or never completes (siw)
+    int posts;                  // work requests posted (one queue: they complete in posting order)
+    bool may_fail;              // the device may fail one
+    bool lose;                  // the connection is lost, on a thread of its own
+    bool shutdown;              // the context shuts down
+    bool flushes_late;          // work posted to a queue pair in error is flushed (rxe), or never completes (siw)
+    bool destroy_first = false; // an id never closed, destroyed by its last reference (~id_impl): the
+                                // queue pair may be destroyed before it is closed
 };
 
 enum class status : std::uint8_t { ok, failed, flushed, aborted };
@@ -101,7 +103,8 @@ private:
         if (c_.shutdown && shut_stage_ == 0 && strand_idle) s.push_back([this] { shutdown_takes_executors(); });
         if (shut_stage_ == 1) s.push_back([this] { gone_lock(); });
         if (shut_stage_ == 2) s.push_back([this] { gone_rest(); });
-        if (!destroyed_ && close_stage_ >= 1 && verbs_calls_ == 0) s.push_back([this] { destroy(); });
+        if (!destroyed_ && (close_stage_ >= 1 || c_.destroy_first) && verbs_calls_ == 0)
+            s.push_back([this] { destroy(); });
         return s;
     }
 
@@ -182,6 +185,7 @@ private:
 
     // flush(): ibv_modify_qp, then told under the lock, its grace on the executor.
     void tell() {
+        if (destroyed_) fail("ibv_modify_qp on a destroyed queue pair");
         device_error_ = true;
         m_.told();
         --verbs_calls_;
@@ -282,6 +286,7 @@ constexpr std::array configs{
     config{"a loss during the shutdown (rxe)", 1, false, true, true, true},
     config{"a close, a loss and a failure (rxe)", 2, true, true, false, true},
     config{"a close, a loss and a failure (siw)", 2, true, true, false, false},
+    config{"an id destroyed before its queue pair is closed (rxe)", 1, false, true, false, true, true},
 };
 
 template <typename Machine>
@@ -305,6 +310,22 @@ struct f2_put_back : qp_machine {
     closing close(close_facts f) noexcept {
         auto c = qp_machine::close(f);
         if (!f.context_runs) c.tell = false;
+        return c;
+    }
+};
+
+// A close that tells a queue pair its id destroyed already (an id never closed goes with its
+// last reference, ~id_impl, and the user may close its queue pair after): review of 2026-12-05.
+struct tells_a_destroyed_one : qp_machine {
+    bool gone = false;
+    void destroyed() noexcept {
+        gone = true;
+        qp_machine::destroyed();
+    }
+    closing close(close_facts f) noexcept {
+        auto c = qp_machine::close(f);
+        if (gone && f.context_runs && f.outstanding && !c.wait_for_flush)
+            c = {.tell = true, .wait_for_flush = true, .let_go_now = false};
         return c;
     }
 };
@@ -353,4 +374,13 @@ BOOST_AUTO_TEST_CASE(the_explorer_finds_a_shutdown_trusting_a_call_not_returned)
                 violation ? violation->c_str() : "nothing");
     BOOST_REQUIRE(violation);
     BOOST_TEST(violation->find("may still write into its buffer") != std::string::npos, *violation);
+}
+
+BOOST_AUTO_TEST_CASE(the_explorer_finds_a_close_telling_a_destroyed_queue_pair) {
+    std::optional<std::string> violation;
+    const auto runs = explore_all<tells_a_destroyed_one>("telling a destroyed one", violation);
+    std::printf("a close telling a destroyed queue pair: found after %zu interleavings: %s\n", runs,
+                violation ? violation->c_str() : "nothing");
+    BOOST_REQUIRE(violation);
+    BOOST_TEST(violation->find("on a destroyed queue pair") != std::string::npos, *violation);
 }
