@@ -376,6 +376,57 @@ BOOST_AUTO_TEST_CASE(a_queue_pair_closed_while_its_id_moves_is_flushed_where_it_
     BOOST_TEST(ran_on_other);
 }
 
+// A queue pair closed while its id moves, a completion held for the move, nothing
+// outstanding: no poller follows a closed queue pair to the new context, and the old one
+// may never run again. The move's end hands what was held over on the new context (before,
+// the close's pass and the move's wake-up both went to the old context's reader: destroyed
+// unrun there, the completion was never handed over, and the new context, holding the
+// queue pair's work for it, never ran out of work — an adversarial review, 2026-12-05).
+BOOST_AUTO_TEST_CASE(a_completion_held_by_a_closed_queue_pair_s_move_is_handed_over_where_it_went) {
+    std::optional<asio::io_context> old_ctx(std::in_place);
+    asio::io_context new_ctx;
+    std::optional<event_channel> old_channel(std::in_place, *old_ctx);
+    std::optional<event_channel> new_channel(std::in_place, new_ctx);
+    auto l = make_listener(*old_channel);
+    connection_pair p;
+    run(*old_ctx, connect_pair(l, *old_channel, p));
+    std::vector<std::byte> cbuf(64), sbuf(64);
+    memory_region cmr(p.client_qp->pd(), cbuf), smr(p.server_qp->pd(), sbuf);
+    std::optional<error_code> received;
+    p.client_qp->async_receive(cmr, cbuf, [&](error_code ec, std::size_t) { received = ec; });
+    // Posted, and delivered by the kernel, with neither context run: its completion waits,
+    // unread, for the move to begin.
+    p.server_qp->async_send(smr, std::span(sbuf).first(8), [](error_code, std::size_t) {});
+    std::this_thread::sleep_for(300ms);
+    std::optional<error_code> moved;
+    p.client->async_migrate(*new_channel, [&](error_code ec) { moved = ec; });
+    old_ctx->poll(); // the move's step, and the completion: held while the id moves
+    BOOST_REQUIRE_MESSAGE(!received, "the completion was handed over before the move ended");
+    ibv_qp* qp = p.client_qp->native_handle();
+    const int told = faults::calls("ibv_modify_qp", qp);
+    p.client_qp->close(); // nothing outstanding: what the move held is left
+    BOOST_REQUIRE_MESSAGE(faults::calls("ibv_modify_qp", qp) == told,
+                          "the receive was still outstanding at the close: the window was not reached");
+    BOOST_REQUIRE(run_until(
+        new_ctx, [&] { return moved.has_value(); }, 10s));
+    BOOST_TEST(!*moved, moved->message());
+    // The old context never runs again.
+    p.server_qp.reset();
+    p.server.reset();
+    l.close();
+    old_channel.reset();
+    old_ctx.reset();
+    BOOST_TEST(run_until(
+                   new_ctx, [&] { return received.has_value(); }, 2s),
+               "the completion held for the move was never handed over");
+    if (received) BOOST_TEST(!*received, received->message());
+    p.client.reset();
+    new_channel.reset();
+    new_ctx.restart();
+    new_ctx.run_for(10s);
+    BOOST_TEST(new_ctx.stopped(), "the new context never ran out of work (the queue pair's work held there)");
+}
+
 // A handler whose executor asks for blocking.never is queued, never run inside the reader's
 // read of its event, though that reader runs on the handler's own io_context: held in
 // rdma_get_cm_event with its event queued, the reader lets a function posted meanwhile run
