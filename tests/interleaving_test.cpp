@@ -391,12 +391,15 @@ BOOST_AUTO_TEST_CASE(a_completion_held_by_a_closed_queue_pair_s_move_is_handed_o
     connection_pair p;
     run(*old_ctx, connect_pair(l, *old_channel, p));
     std::vector<std::byte> cbuf(64), sbuf(64);
-    memory_region cmr(p.client_qp->pd(), cbuf), smr(p.server_qp->pd(), sbuf);
+    // (Deregistered before the last id on the device goes: librdmacm's protection domain,
+    // which they are on, is deallocated with it, and leaks while a region still uses it.)
+    std::optional<memory_region> cmr(std::in_place, p.client_qp->pd(), cbuf);
+    std::optional<memory_region> smr(std::in_place, p.server_qp->pd(), sbuf);
     std::optional<error_code> received;
-    p.client_qp->async_receive(cmr, cbuf, [&](error_code ec, std::size_t) { received = ec; });
+    p.client_qp->async_receive(*cmr, cbuf, [&](error_code ec, std::size_t) { received = ec; });
     // Posted, and delivered by the kernel, with neither context run: its completion waits,
     // unread, for the move to begin.
-    p.server_qp->async_send(smr, std::span(sbuf).first(8), [](error_code, std::size_t) {});
+    p.server_qp->async_send(*smr, std::span(sbuf).first(8), [](error_code, std::size_t) {});
     std::this_thread::sleep_for(300ms);
     std::optional<error_code> moved;
     p.client->async_migrate(*new_channel, [&](error_code ec) { moved = ec; });
@@ -420,6 +423,8 @@ BOOST_AUTO_TEST_CASE(a_completion_held_by_a_closed_queue_pair_s_move_is_handed_o
                    new_ctx, [&] { return received.has_value(); }, 2s),
                "the completion held for the move was never handed over");
     if (received) BOOST_TEST(!*received, received->message());
+    cmr.reset();
+    smr.reset();
     p.client.reset();
     new_channel.reset();
     new_ctx.restart();

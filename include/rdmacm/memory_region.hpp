@@ -15,6 +15,10 @@ namespace rdmacm {
 /// Memory registered with a protection domain (`ibv_reg_mr`), deregistered by the
 /// destructor. The buffer is the caller's and must outlive the region; the data operations
 /// of `queue_pair` take their buffers from it. Move-only; thread safety as for a plain value.
+///
+/// A region on a queue pair's `pd()` (librdmacm's protection domain of the device) must go
+/// before the last id on that device is destroyed: librdmacm deallocates the domain with
+/// that id, which fails while a region still uses it, and the domain then leaks.
 class memory_region {
 public:
     /// Registers `buffer` with `pd` (e.g. `queue_pair::pd()`). `access`: IBV_ACCESS_* flags;
