@@ -359,28 +359,24 @@ BOOST_AUTO_TEST_CASE(every_interleaving_of_close_loss_and_shutdown_lets_go_of_ea
     BOOST_TEST(runs > 1000u); // the model branches as designed (a regression here explores nothing)
 }
 
-BOOST_AUTO_TEST_CASE(the_explorer_finds_f2_put_back) {
+// Explores with `Machine` (a defect put back) and requires the violation `expected`.
+template <typename Machine>
+void require_found(const char* what, const char* expected) {
     std::optional<std::string> violation;
-    const auto runs = explore_all<f2_put_back>("F2 put back", violation);
-    std::printf("F2 put back: found after %zu interleavings: %s\n", runs, violation ? violation->c_str() : "nothing");
+    const auto runs = explore_all<Machine>(what, violation);
+    std::printf("%s: found after %zu interleavings: %s\n", what, runs, violation ? violation->c_str() : "nothing");
     BOOST_REQUIRE(violation);
-    BOOST_TEST(violation->find("may still write into its buffer") != std::string::npos, *violation);
+    BOOST_TEST(violation->find(expected) != std::string::npos, *violation);
+}
+
+BOOST_AUTO_TEST_CASE(the_explorer_finds_f2_put_back) {
+    require_found<f2_put_back>("F2 put back", "may still write into its buffer");
 }
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_shutdown_trusting_a_call_not_returned) {
-    std::optional<std::string> violation;
-    const auto runs = explore_all<trusts_a_telling>("trusting a telling", violation);
-    std::printf("a shutdown trusting a call not returned: found after %zu interleavings: %s\n", runs,
-                violation ? violation->c_str() : "nothing");
-    BOOST_REQUIRE(violation);
-    BOOST_TEST(violation->find("may still write into its buffer") != std::string::npos, *violation);
+    require_found<trusts_a_telling>("a shutdown trusting a call not returned", "may still write into its buffer");
 }
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_close_telling_a_destroyed_queue_pair) {
-    std::optional<std::string> violation;
-    const auto runs = explore_all<tells_a_destroyed_one>("telling a destroyed one", violation);
-    std::printf("a close telling a destroyed queue pair: found after %zu interleavings: %s\n", runs,
-                violation ? violation->c_str() : "nothing");
-    BOOST_REQUIRE(violation);
-    BOOST_TEST(violation->find("on a destroyed queue pair") != std::string::npos, *violation);
+    require_found<tells_a_destroyed_one>("a close telling a destroyed queue pair", "on a destroyed queue pair");
 }
