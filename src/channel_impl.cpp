@@ -51,13 +51,13 @@ void channel_impl::remove_owner() noexcept {
 // Edge-triggered readiness: read until EAGAIN, or events stay queued unseen (semantics A3).
 bool channel_impl::drain() {
     if (stopped()) return true;
-    std::lock_guard lock(route_mutex_);
-    return drain_locked();
+    routing_claim route(*this);
+    return drain_claimed();
 }
 
 thread_local const channel_impl* channel_impl::draining_ = nullptr;
 
-bool channel_impl::drain_locked() {
+bool channel_impl::drain_claimed() {
     struct in_drain { // (restored on the way out: a handler run inline may throw)
         const channel_impl* outer = std::exchange(draining_, nullptr);
         ~in_drain() { draining_ = outer; }
@@ -98,12 +98,12 @@ bool channel_impl::drain_locked() {
 }
 
 bool channel_impl::try_look_for_move(std::uint64_t ticket) noexcept {
-    if (draining_ == this) return false; // inside drain_locked() on this thread: the lock is held
-    std::unique_lock route(route_mutex_, std::try_to_lock);
-    return route && look_locked(ticket);
+    if (draining_ == this) return false; // inside drain_claimed() on this thread: it reads
+    auto route = try_take_route();
+    return route && look(ticket);
 }
 
-bool channel_impl::look_locked(std::uint64_t ticket) noexcept {
+bool channel_impl::look(std::uint64_t ticket) noexcept {
     if (reads_.covered(ticket)) return true;
     // Most moves bring no event along: a poll says so without librdmacm's read (which
     // allocates its event before asking), and counts as a drain to EAGAIN.
@@ -113,8 +113,8 @@ bool channel_impl::look_locked(std::uint64_t ticket) noexcept {
     return true;
 }
 
-bool channel_impl::read_for_move_locked(std::uint64_t ticket) {
-    if (!look_locked(ticket)) drain_locked();
+bool channel_impl::read_for_move_claimed(std::uint64_t ticket) {
+    if (!look(ticket)) drain_claimed();
     return reads_.covered(ticket) || stopped();
 }
 

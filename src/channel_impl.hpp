@@ -41,16 +41,17 @@ public:
     // Runs f() now, on this thread, if the reader cannot be reading or routing meanwhile:
     // when this thread runs the reader's strand, or while holding the reader's routing
     // lock. Never waits for it: false, f not run, when the reader is busy or the context
-    // is gone. (The routing lock is held by the reader while it reads and routes events,
-    // handlers run inline included; nobody ever blocks on it but the reader itself, for
-    // the length of f.)
+    // is gone. (The reader claims the route for a whole drain, handlers run inline
+    // included, with no lock held meanwhile: see routing_claim. f runs under the routing
+    // lock, and nobody ever blocks on that lock but the reader, for the length of f: f
+    // must run no user code.)
     template <typename F>
     bool try_run_exclusive(F&& f) {
-        if (on_reader_thread()) { // maybe inside drain(), which holds the routing lock
+        if (on_reader_thread()) { // maybe inside drain(), which has claimed the route
             f();
             return true;
         }
-        std::unique_lock route(route_mutex_, std::try_to_lock);
+        auto route = try_take_route();
         if (!route) return false;
         f();
         return true;
@@ -78,13 +79,13 @@ public:
     // kernel moved along unannounced (above), which the moving id holds and delivers before
     // its deferred operations. Skipped when a read that began after the move's call (its
     // `ticket`, moved_here()) drained the channel to EAGAIN: moves made at once read about
-    // once (a rebalance). Reads are made one at a time (the routing lock), each move's after
+    // once (a rebalance). Reads are made one at a time (the route), each move's after
     // its own call, and its end follows it, whatever the other moves into the channel do —
     // review F5: a mark shared between moves let one move's look take another's, whose end
     // then overtook its event.
-    // Here, reading nothing (so no handler of anybody's runs here, under the routing lock):
+    // Here, reading nothing (so no handler of anybody's runs here):
     // true when the move need not wait for a read — covered, or nothing queued, seen with
-    // the routing lock taken without waiting (no drain between its read and its routing).
+    // the route taken without waiting (no drain between its read and its routing).
     // False when the reader is busy or an event waits: then read_for_move_then.
     bool try_look_for_move(std::uint64_t ticket) noexcept;
     // On the reader's strand (here when the context is gone: nothing reads then): the read,
@@ -98,8 +99,8 @@ public:
                 if (draining_ == self.get()) return f(); // (here, inside its drain: its context is gone)
                 bool done;
                 try {
-                    std::lock_guard route(self->route_mutex_);
-                    done = self->read_for_move_locked(ticket);
+                    routing_claim route(*self);
+                    done = self->read_for_move_claimed(ticket);
                 } catch (...) {
                     self->read_for_move_then(ticket, std::move(f));
                     throw;
@@ -123,21 +124,52 @@ private:
     bool on_readable() override { return drain(); }
     // Reads to EAGAIN (or until stopped): false if a read failed otherwise (ENOMEM).
     bool drain();
-    bool drain_locked(); // the routing lock held
-    // The routing lock held: whether the move of `ticket` is covered, or nothing is queued.
-    bool look_locked(std::uint64_t ticket) noexcept;
-    // The routing lock held: reads unless look_locked(). Whether the move's read is done
-    // (covered now, or the reader stopped: nothing reads any more).
-    bool read_for_move_locked(std::uint64_t ticket);
+    bool drain_claimed(); // the route claimed
+    // The route held (claimed, or the routing lock): whether the move of `ticket` is
+    // covered, or nothing is queued.
+    bool look(std::uint64_t ticket) noexcept;
+    // The route claimed: reads unless look(). Whether the move's read is done (covered now,
+    // or the reader stopped: nothing reads any more).
+    bool read_for_move_claimed(std::uint64_t ticket);
+
+    // The route: who reads and routes the channel's events, and so may tell a move that
+    // none of its id's is being routed. The reader claims it for a read (on its strand),
+    // and routes — runs handlers inline, user code — with no lock held: `routing_` says
+    // so, set and cleared under the routing lock, which the claim takes only for that
+    // (waiting out another thread's short exclusive call, if one is being made).
+    class routing_claim {
+    public:
+        explicit routing_claim(channel_impl& channel) : channel_(channel) {
+            std::lock_guard route(channel_.route_mutex_);
+            channel_.routing_ = true;
+        }
+        ~routing_claim() {
+            std::lock_guard route(channel_.route_mutex_);
+            channel_.routing_ = false;
+        }
+        routing_claim(const routing_claim&) = delete;
+        routing_claim& operator=(const routing_claim&) = delete;
+
+    private:
+        channel_impl& channel_;
+    };
+    // Another thread's hold on the route: the routing lock, taken without waiting, unless
+    // the reader has claimed the route (empty then).
+    std::unique_lock<std::mutex> try_take_route() noexcept {
+        std::unique_lock route(route_mutex_, std::try_to_lock);
+        if (route && routing_) route.unlock();
+        return route;
+    }
 
     rdma_event_channel* channel_;
-    std::mutex route_mutex_; // held by the reader while it reads and routes events
+    std::mutex route_mutex_; // the routing lock: routing_, and another thread's exclusive call
+    bool routing_ = false;   // under route_mutex_: the reader has claimed the route
     std::mutex read_mutex_;  // held around each rdma_get_cm_event, and by pause_reads()
     std::atomic<std::size_t> owners_{1};
     std::atomic<std::uint64_t> events_read_{0};
     std::atomic<bool> kick_pending_{false};
-    static thread_local const channel_impl* draining_; // whose drain_locked() this thread is in
-    move_reads reads_; // the reads owed to moves into the channel (under the routing lock)
+    static thread_local const channel_impl* draining_; // whose drain_claimed() this thread is in
+    move_reads reads_; // the reads owed to moves into the channel (whoever holds the route)
 };
 
 } // namespace rdmacm::detail

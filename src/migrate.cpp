@@ -4,7 +4,7 @@
 //     operations deferred; nothing of the id starts on the old channel any more.
 //  2. rdma_migrate_id, once no librdmacm call on the id is in flight (the last call out
 //     goes on from here), while neither the old channel's reader nor the target's can
-//     read (semantics F14, R4, R8): at once when the old reader is idle (its routing lock taken
+//     read (semantics F14, R4, R8): at once when the old reader is idle (its route taken
 //     without waiting) or this thread runs it, else on its strand; the target's reader is
 //     kept out for the call by its read lock (at most one non-blocking read of its own to
 //     wait out). The target gains an owner at step 1, so its reader keeps reading for the
@@ -14,8 +14,8 @@
 //     without a wake-up: the target's reader reads them at step 3; later ones arrive on the
 //     new channel.
 //  3. The old executor: a marker that runs after every handler of the id posted there; then,
-//     if events may have moved along, a look at the target (a poll, under its routing lock
-//     taken without waiting) and, if anything waits there or its reader is busy, a read on
+//     if events may have moved along, a look at the target (a poll, its route taken
+//     without waiting) and, if anything waits there or its reader is busy, a read on
 //     its reader's strand (the id holds what it finds) before step 4. Looks and reads are
 //     made one at a time, each move's after its own call (review F5).
 //  4. The new executor: held events, then deferred operations, in order, then newer ones
@@ -169,7 +169,7 @@ private:
             return go_to_end(std::move(hop), std::move(end), old);
         if (look_at->try_look_for_move(ticket)) return go_to_end(std::move(hop), std::move(end), old); // read_done
         // The reader is busy, or an event waits: the read on its strand (where handlers run
-        // under the routing lock, never here), then the end. Without a hop the end comes
+        // inline, never here), then the end. Without a hop the end comes
         // back to the old executor, which no post of the move holds meanwhile (the old
         // context may have no other work: F4's class): the ids hold it until their end.
         if (!hop) hold(end);

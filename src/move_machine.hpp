@@ -62,8 +62,8 @@ constexpr move_actions move_course(move_place place, move_facts facts) noexcept 
 // ticket once its call is made; each read of the channel notes, as it begins, the tickets
 // given out by then, and once it drained the channel to EAGAIN, they are covered: a move
 // whose ticket is covered has its events read already and needs no read of its own, so
-// moves made at once read about once. Reads are made one at a time (the caller's lock:
-// the channel's routing lock), begun() and drained() and covered() under it.
+// moves made at once read about once. Reads are made one at a time (the caller's hold
+// on the channel's route), begun() and drained() and covered() under it.
 class move_reads {
 public:
     // A move's call is made (its events, if any, are in the channel's queue now).

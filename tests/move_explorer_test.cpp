@@ -215,7 +215,7 @@ private:
         if (++ended_ == 2 && config_.hop) work_done(new_ctx); // the handlers have run
     }
 
-    // Under the routing lock, as channel_impl's look_locked: covered (move_reads, the
+    // With the route held, as channel_impl's look: covered (move_reads, the
     // channel's own), or nothing queued (a poll).
     bool look(int m) {
         if (reads_.covered(moves_[m].ticket)) return true;
@@ -224,7 +224,7 @@ private:
         reads_.drained(begun);
         return true;
     }
-    // On the reader's strand, under the routing lock: the move's read unless look() says
+    // On the reader's strand, the route claimed: the move's read unless look() says
     // none is owed. Whether it is done.
     bool read(int m, bool stop_short) {
         if (look(m)) return true;
