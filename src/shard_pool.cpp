@@ -155,19 +155,16 @@ void pool_impl::remove(pooled_state& state) noexcept {
 
 void pool_impl::place(connection_request request, place_handler handler) {
     auto id = access::impl(request.id);
-    std::unique_lock lock(mutex_);
-    error_code ec;
+    error_code ec = request.id.is_open() ? error_code() : errc::not_open;
     std::size_t to = 0;
-    if (stopping_)
-        ec = errc::pool_stopped;
-    else if (!request.id.is_open())
-        ec = errc::not_open;
-    else {
-        std::vector<std::size_t> counts;
-        for (const auto& s : shards_) counts.push_back(s.connections);
-        to = placement_(counts, request);
+    if (!ec && !stopping_) {
+        // The policy runs with no lock held: it is the user's code, and may call into the
+        // pool. Counts it decides on may be stale by the time the connection is counted.
+        to = placement_(connection_counts(), request);
         if (to >= shards_.size()) ec = errc::no_such_shard;
     }
+    std::unique_lock lock(mutex_);
+    if (stopping_) ec = errc::pool_stopped; // (maybe while the policy ran)
     if (ec) {
         auto ex = holding_executor(0);
         post_to_handler(shared_from_this(), ex, std::move(handler), ec, failed_connection(ex));

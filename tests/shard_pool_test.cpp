@@ -242,6 +242,31 @@ BOOST_FIXTURE_TEST_CASE(least_connections_fills_the_emptiest_shard, channel_fixt
     BOOST_TEST(run_until(ctx, [&] { return service.ended == 4; }));
 }
 
+// The policy is the user's code: it runs with no lock of the pool held, so it may ask the
+// pool (before, under the pool's mutex, this test's thread deadlocked in it).
+BOOST_FIXTURE_TEST_CASE(a_placement_policy_may_call_into_the_pool, channel_fixture) {
+    echo_service service;
+    std::optional<error_code> served;
+    auto l = make_listener(*channel);
+    shard_pool* asked = nullptr;
+    std::optional<std::vector<std::size_t>> seen;
+    shard_pool pool(2, [&](std::span<const std::size_t>, const connection_request&) {
+        seen = asked->connection_counts();
+        return std::size_t{1};
+    });
+    asked = &pool;
+    auto serving = serve(ctx, pool, l, service, served);
+    std::unique_ptr<sample::echo_peer> peer;
+    run(ctx, [&]() -> awaitable<void> {
+        peer = co_await sample::echo_peer::connect(*channel, device_endpoint(l.local_endpoint().port()), 64);
+    }());
+    BOOST_REQUIRE(seen.has_value());
+    BOOST_TEST(*seen == (std::vector<std::size_t>{0, 0}), boost::test_tools::per_element());
+    BOOST_TEST(run_until(ctx, [&] { return pool.connection_counts() == std::vector<std::size_t>{0, 1}; }));
+    run(ctx, peer->disconnect());
+    BOOST_TEST(run_until(ctx, [&] { return service.ended == 1; }));
+}
+
 BOOST_FIXTURE_TEST_CASE(rebalancing_under_traffic_loses_no_message, channel_fixture) {
     constexpr std::size_t n = 8, shards = 4;
     echo_service service;

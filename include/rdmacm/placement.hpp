@@ -9,10 +9,12 @@
 
 namespace rdmacm {
 
-/// Picks the shard for a connection request, given how many connections each shard has now
-/// (`connections.size()` is the shard count). Called under the pool's lock, one request at a
-/// time, on the thread that accepted the request: it must not call into the pool. An index
-/// out of range rejects the request (errc::no_such_shard).
+/// Picks the shard for a connection request, given how many connections each shard had
+/// when it was asked (`connections.size()` is the shard count). Called on the thread that
+/// accepted the request, with no lock of the pool held: it may call into the pool. Requests
+/// accepted on several threads at once call it at once: a policy with state keeps it
+/// thread-safe (round_robin's counter is atomic). An index out of range rejects the request
+/// (errc::no_such_shard).
 using placement_policy =
     std::function<std::size_t(std::span<const std::size_t> connections, const connection_request& request)>;
 
