@@ -22,8 +22,10 @@ struct registry {
 };
 
 registry& devices() {
-    static registry r;
-    return r;
+    // Never destroyed: the destroyer's jobs run at exit, and use it (it may have been made
+    // after the destroyer, and so would go before it).
+    static auto* r = new registry;
+    return *r;
 }
 
 // Whether librdmacm still lists `verbs` after a resync (false when no device is left:
