@@ -50,6 +50,10 @@ struct pooled_state {
     std::atomic<std::size_t> shard{0};
     std::atomic<double> load{0};
     bool moving = false; // under the pool's mutex
+    // A placement's handler until its move ends, or until stop() completes it (under the
+    // pool's mutex): the move's next step may wait on the request's context, which a stop
+    // must not wait for (it may be the thread calling stop()) — fresh review F1.
+    std::optional<pool_ops::place_handler> placing;
 };
 
 class pool_impl : public std::enable_shared_from_this<pool_impl> {

@@ -177,6 +177,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
     state->pool = weak_from_this();
     state->shard = to;
     state->moving = true;
+    state->placing.emplace(std::move(handler));
     connections_.emplace(state->key, state);
     ++shards_[to].connections;
     auto target = access::impl(*shards_[to].channel);
@@ -186,23 +187,26 @@ void pool_impl::place(connection_request request, place_handler handler) {
     // The continuation holds the pool weakly: it may sit in a shard's queue after stop()
     // joined that shard, and the pool owns the shard (a cycle, never freed).
     id->migrate(target, ex,
-                [weak = weak_from_this(), state, request = std::move(request), handler = std::move(handler),
-                 ex](error_code migrated) mutable {
+                [weak = weak_from_this(), state, request = std::move(request), ex](error_code migrated) mutable {
                     auto self = weak.lock();
-                    if (!self) return; // the pool is gone: nothing runs where the handler would
-                    if (migrated) {
-                        self->remove(*state);
-                        dispatch_to_handler(std::move(handler), ex, migrated, failed_connection(ex));
-                        return;
-                    }
+                    if (!self) return;                  // the pool is gone: nothing runs where the handler would
+                    std::optional<place_handler> taken; // (emplaced: 1.81's move assignment recurses)
                     executor_type strand = connection_strand(follow_executor(state->home));
                     {
                         std::lock_guard relock(self->mutex_);
+                        if (state->placing) taken.emplace(std::move(*state->placing));
+                        state->placing.reset();
                         state->moving = false;
-                        state->strand.emplace(strand);
+                        if (!migrated && taken) state->strand.emplace(strand);
+                    }
+                    if (!taken) return; // stop() completed it; the request's id goes with `request`
+                    if (migrated) {
+                        self->remove(*state);
+                        dispatch_to_handler(std::move(*taken), ex, migrated, failed_connection(ex));
+                        return;
                     }
                     connection c(std::move(request.id), request.event, state, std::move(strand));
-                    dispatch_to_handler(std::move(handler), ex, migrated, std::move(c));
+                    dispatch_to_handler(std::move(*taken), ex, migrated, std::move(c));
                 });
 }
 
@@ -435,6 +439,7 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
 
 void pool_impl::stop(pool_stop_mode mode) {
     std::vector<std::shared_ptr<id_impl>> to_close;
+    std::vector<place_handler> placing; // placements whose move has not ended: pool_stopped
     {
         std::lock_guard lock(mutex_);
         if (!stopping_)
@@ -442,9 +447,23 @@ void pool_impl::stop(pool_stop_mode mode) {
                 if (auto id = l.lock()) to_close.push_back(std::move(id));
         stopping_ = true;
         listeners_.clear();
-        if (mode == pool_stop_mode::close)
-            for (auto& [key, state] : connections_)
-                if (auto id = state->id.lock()) to_close.push_back(std::move(id));
+        for (auto it = connections_.begin(); it != connections_.end();) {
+            auto& state = *it->second;
+            if (mode == pool_stop_mode::close || state.placing)
+                if (auto id = state.id.lock()) to_close.push_back(std::move(id));
+            if (!state.placing) {
+                ++it;
+                continue;
+            }
+            placing.emplace_back(std::move(*state.placing));
+            state.placing.reset();
+            --shards_[state.shard].connections;
+            it = connections_.erase(it);
+        }
+    }
+    for (auto& h : placing) {
+        const executor_type ex = boost::asio::system_executor(); // (stopping: as holding_executor's)
+        post_to_handler(shared_from_this(), ex, std::move(h), error_code(errc::pool_stopped), failed_connection(ex));
     }
     for (auto& id : to_close) id->close();
     {

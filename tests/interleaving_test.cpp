@@ -680,6 +680,58 @@ BOOST_AUTO_TEST_CASE(stop_on_the_accepting_thread_returns) {
     accepting.join();
 }
 
+// Fresh review F1: a placement's move ends on its shard by way of the request's context,
+// which a stop() must not wait for (it may be that context's own thread: finding 2a). A
+// stop() between the migrate call and the next step let the shard run out of work: the end
+// was posted to a stopped context, the handler (its work tracked on shard 0) never ran, and
+// stop() never returned. Now the stop completes the placement (pool_stopped) itself.
+BOOST_AUTO_TEST_CASE(a_stop_while_a_placement_is_on_its_way_completes_it) {
+    asio::io_context accept_ctx, client_ctx;
+    event_channel accept_channel(accept_ctx), client_channel(client_ctx);
+    listener l(accept_channel);
+    l.bind(device_endpoint());
+    l.listen();
+    shard_pool pool(2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 1; });
+    cm_id client(client_channel);
+    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
+    std::optional<connection_request> request;
+    l.async_get_request([&](error_code ec, connection_request r) {
+        if (!ec) request.emplace(std::move(r));
+    });
+    BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
+    const auto* placed_id = request->id.native_handle();
+    std::atomic<int> placed{0};
+    std::optional<error_code> result;
+    pool.async_place(std::move(*request), [&](error_code ec, connection) {
+        result = ec;
+        ++placed;
+    });
+    // The window: the call made here (the listener's reader idle), the move's next step
+    // queued on accept_ctx, which nobody runs until the stop has returned.
+    BOOST_REQUIRE_EQUAL(faults::calls("rdma_migrate_id", placed_id), 1);
+    std::promise<void> stopped;
+    std::thread stopper([&] {
+        pool.stop();
+        stopped.set_value();
+    });
+    if (stopped.get_future().wait_for(20s) != std::future_status::ready) {
+        BOOST_ERROR("shard_pool::stop() never returned");
+        std::quick_exit(1); // the stopper is stuck in join(): nothing else can be checked
+    }
+    stopper.join();
+    BOOST_TEST(placed == 1);
+    BOOST_TEST((result && *result == errc::pool_stopped), (result ? result->message() : "no result"));
+    // The step now runs: its end goes to the stopped shard, never run (destroyed with the
+    // pool); the handler is not called again.
+    run_both(
+        accept_ctx, client_ctx, [] { return false; }, 200ms);
+    BOOST_TEST(placed == 1);
+    l.close();
+    client.close();
+    run_both(
+        accept_ctx, client_ctx, [] { return false; }, 200ms);
+}
+
 // Finding 12: rdma_disconnect of an id still connecting can block (siw: up to its 10 s MPA
 // time-out); async_disconnect must return at once all the same, whatever the call does.
 BOOST_AUTO_TEST_CASE(disconnecting_a_connecting_id_never_blocks_the_caller) {
