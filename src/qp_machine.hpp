@@ -18,7 +18,14 @@ public:
         telling, // a call to the error state is being made (by another thread, maybe)
         told,    // that call returned: the device flushes every work request
     };
-    enum class posting : std::uint8_t { go, refuse_closed, refuse_in_error };
+    enum class posting : std::uint8_t {
+        go,              // post it to the device
+        refuse_closed,   // not_open, now
+        refuse_in_error, // flushed now: nothing polls the queue pair any more (its context is gone)
+        queue_in_error,  // never posted (siw may take work on a queue pair in error and never
+                         // complete it); flushed by a pass in its turn, after the work posted
+                         // before it, which the device may still hold (fresh review F4)
+    };
 
     // What to do with a close(), given whether work requests are outstanding and whether the
     // queue pair's context still runs (a shutdown takes every member's executor before it
@@ -36,7 +43,7 @@ public:
 
     posting post() const noexcept {
         if (closed_) return posting::refuse_closed;
-        if (in_error_) return posting::refuse_in_error;
+        if (in_error_) return gone_ ? posting::refuse_in_error : posting::queue_in_error;
         return posting::go;
     }
 
@@ -80,6 +87,7 @@ public:
     // outstanding handlers go. Later posts are refused (and dropped: no executor).
     bool context_gone(bool outstanding) noexcept {
         in_error_ = true;
+        gone_ = true;
         const bool tell = must_tell(outstanding);
         if (tell) device_ = device::telling;
         return tell;
@@ -116,6 +124,7 @@ private:
     bool in_error_ = false;
     bool grace_over_ = false;
     bool destroyed_ = false;
+    bool gone_ = false; // the context shut down: nothing polls any more
 };
 
 } // namespace rdmacm::detail

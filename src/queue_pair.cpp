@@ -152,8 +152,17 @@ error_code qp_impl::refusal(work_request::kind what, const gathered_buffers& fou
 void qp_impl::post(const work_request& wr, handler h) {
     std::unique_lock lock(mutex_);
     if (const auto verdict = machine_.post(); verdict != qp_machine::posting::go) {
-        // In error: the device would flush it; one may also take work on a queue pair the
-        // CM then resets and never complete it (siw), so it is flushed here.
+        if (verdict == qp_machine::posting::queue_in_error) {
+            // Flushed in its turn by a pass (fresh review F4: refused at once, it completed
+            // before the work posted earlier, which the device may still hold — a user
+            // taking that to mean the older ones were done freed their buffers).
+            outstanding_.insert(std::move(h), false);
+            update_busy();
+            auto current = poller_; // (not closed: it has one)
+            lock.unlock();
+            wake_later(current); // (its context shutting down: context_gone drops it)
+            return;
+        }
         auto ex = executor_.get();
         error_code ec = verdict == qp_machine::posting::refuse_closed
                             ? error_code(errc::not_open)
@@ -311,8 +320,10 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
             }
             done.push_back(completed(std::move(*h), c.wr_id, ec, c.bytes));
         }
+        const error_code flush_error(IBV_WC_WR_FLUSH_ERR, work_completion_category());
+        while (auto next = outstanding_.take_oldest_unposted()) // posted in error: their turn
+            done.push_back(completed(std::move(next->second), next->first, flush_error, 0));
         if (machine_.flushes_outstanding() && !outstanding_.empty()) { // after what was polled, in posting order
-            const error_code flush_error(IBV_WC_WR_FLUSH_ERR, work_completion_category());
             for (auto& [wr_id, h] : outstanding_.take_all())
                 done.push_back(completed(std::move(h), wr_id, flush_error, 0));
         }

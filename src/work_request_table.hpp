@@ -17,8 +17,10 @@ namespace rdmacm::detail {
 template <typename Handler>
 class work_request_table {
 public:
-    // Keeps `h`; returns the work request id to post it with (never 0).
-    std::uint64_t insert(Handler h) {
+    // Keeps `h`; returns the work request id to post it with (never 0). One `on_device`
+    // false is never posted: it completes, in posting order, once it is the oldest
+    // (take_oldest_unposted).
+    std::uint64_t insert(Handler h, bool on_device = true) {
         std::uint32_t index;
         if (free_.empty()) {
             if (slots_.size() > index_mask) throw std::length_error("work_request_table: more than 2^24 waiting");
@@ -31,6 +33,8 @@ public:
         auto& s = slots_[index];
         s.serial = next_serial_++;
         s.handler.emplace(std::move(h)); // (emplaced: Boost 1.81's handler move-assignment recurses)
+        s.on_device = on_device;
+        unposted_ += on_device ? 0 : 1;
         ++size_;
         return s.serial << index_bits | index;
     }
@@ -64,6 +68,21 @@ public:
         return all;
     }
 
+    // The oldest waiting handler, taken out with its id, if it was never posted (none
+    // posted before it waits: it goes in its turn). Rare: a scan of the slots.
+    std::optional<std::pair<std::uint64_t, Handler>> take_oldest_unposted() {
+        if (unposted_ == 0) return std::nullopt;
+        slot* oldest = nullptr;
+        std::uint32_t at = 0;
+        for (std::uint32_t i = 0; i < slots_.size(); ++i)
+            if (slots_[i].handler && (!oldest || slots_[i].serial < oldest->serial)) oldest = &slots_[i], at = i;
+        if (!oldest || oldest->on_device) return std::nullopt;
+        std::optional<std::pair<std::uint64_t, Handler>> taken;
+        taken.emplace(oldest->serial << index_bits | at, std::move(*oldest->handler));
+        release(*oldest, at);
+        return taken;
+    }
+
     bool empty() const noexcept { return size_ == 0; }
     std::size_t size() const noexcept { return size_; }
 
@@ -77,6 +96,7 @@ private:
     struct slot {
         std::uint64_t serial = 0; // of the post it holds (posting order)
         std::optional<Handler> handler;
+        bool on_device = true;
     };
 
     const slot* find(std::uint64_t wr_id) const noexcept {
@@ -88,6 +108,7 @@ private:
     slot* find(std::uint64_t wr_id) noexcept { return const_cast<slot*>(std::as_const(*this).find(wr_id)); }
     void release(slot& s, std::uint32_t index) {
         s.handler.reset();
+        unposted_ -= s.on_device ? 0 : 1;
         free_.push_back(index);
         --size_;
     }
@@ -96,6 +117,7 @@ private:
     std::vector<std::uint32_t> free_;
     std::uint64_t next_serial_ = 1;
     std::size_t size_ = 0;
+    std::size_t unposted_ = 0;
 };
 
 } // namespace rdmacm::detail

@@ -235,6 +235,39 @@ BOOST_AUTO_TEST_CASE(an_event_between_a_pass_s_last_read_and_its_wait_is_read) {
     BOOST_TEST((rb && !*rb));
 }
 
+// Fresh review F4: a work request posted once the queue pair is in error (a cancellation
+// told the device to flush: ibv_modify_qp, held at the gate) is never posted; it completes
+// in its turn, after the receive posted before it, which the device still holds. Before, it
+// was refused at once and completed first: a user taking that to mean the older receive was
+// done would free its buffer while the device could still write into it.
+BOOST_AUTO_TEST_CASE(a_post_to_a_queue_pair_in_error_completes_after_the_work_before_it) {
+    channel_fixture f;
+    client_with_buffer c(f);
+    auto& p = c.p;
+    std::vector<std::pair<char, error_code>> order;
+    asio::cancellation_signal cancel_a;
+    c.receive(asio::bind_cancellation_slot(cancel_a.slot(),
+                                           [&](error_code ec, std::size_t) { order.emplace_back('a', ec); }));
+    faults::gate held("ibv_modify_qp", p.client_qp->native_handle());
+    std::thread canceller([&] { cancel_a.emit(asio::cancellation_type::terminal); });
+    const bool entered = held.wait_entered();
+    c.receive([&](error_code ec, std::size_t) { order.emplace_back('b', ec); });
+    run_until(
+        f.ctx, [] { return false; }, 200ms);
+    const auto early = order.size();
+    held.release();
+    canceller.join();
+    BOOST_REQUIRE_MESSAGE(entered, "the cancellation never put the queue pair in the error state");
+    BOOST_TEST(early == 0u, "a handler ran while the device still held the first receive");
+    BOOST_REQUIRE(run_until(
+        f.ctx, [&] { return order.size() == 2; }, 10s));
+    BOOST_TEST(order[0].first == 'a');
+    BOOST_TEST((order[0].second == asio::error::operation_aborted), order[0].second.message());
+    BOOST_TEST(order[1].first == 'b');
+    BOOST_TEST((order[1].second == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())),
+               order[1].second.message());
+}
+
 // close() hands a work request's buffer back only once the device has let go of it: the
 // queue pair goes to the error state first, and the handler completes from the device's
 // flush. Held at the gate in that ibv_modify_qp, the receive's handler has not run (before

@@ -3,7 +3,8 @@
 // I/O: the core's qp_machine (src/qp_machine.hpp) — what src/queue_pair.cpp asks under the
 // queue pair's lock — driven against a model of what is around it. Each lock section of
 // queue_pair.cpp is one step, and so is each call it makes outside the lock:
-//   - a post (its lock, then ibv_post_*), a close (its lock, then the device told and what is
+//   - a post (its lock, then ibv_post_*; in error, never posted: a pass flushes it in its
+//     turn), a close (its lock, then the device told and what is
 //     left handed on), a lost connection (its lock, then the device told), each on a thread
 //     of its own;
 //   - the device: completes the oldest work request, or fails it (an RC queue pair then errs
@@ -22,9 +23,11 @@
 //     shutdown — never destroyed on a context that runs, never lost;
 //   - completions run in posting order;
 //   - a closed queue pair lets go of itself and its reader once it is done.
-// The explorer is shown to fail: two cases put a reviewed defect back into the machine (F2's
+// The explorer is shown to fail: four cases put a reviewed defect back into the machine (F2's
 // close that reads "no context" as "cleaned up already"; a shutdown that does not tell the
-// device while another thread is telling it) and expect it to find a violation.
+// device while another thread is telling it; a close telling a destroyed queue pair; a post
+// in error refused at once, ahead of the work posted before it) and expect it to find a
+// violation.
 #include "qp_machine.hpp"
 #include "support/explorer.hpp"
 
@@ -131,7 +134,19 @@ private:
 
     void post_lock() {
         const int w = posted_++;
-        if (m_.post() != qp_machine::posting::go) return refuse(w);
+        switch (m_.post()) {
+        case qp_machine::posting::go: break;
+        case qp_machine::posting::refuse_closed: return refuse(w);
+        case qp_machine::posting::refuse_in_error: // flushed now (in order with the others it was posted after)
+            accepted_[w] = true;
+            return let_go(w, alive_ ? fate::run : fate::destroyed, status::flushed);
+        case qp_machine::posting::queue_in_error: // never posted: a pass flushes it in its turn
+            accepted_[w] = true;
+            outstanding_.push_back(w);
+            unposted_.push_back(w);
+            ++wakes_;
+            return;
+        }
         accepted_[w] = true;
         outstanding_.push_back(w);
         ++verbs_calls_;
@@ -163,6 +178,10 @@ private:
             handing_.push_back({w, m_.closed() ? status::aborted : st});
         }
         cq_.clear();
+        while (!outstanding_.empty() && is_unposted(outstanding_.front())) { // posted in error: its turn
+            handing_.push_back({outstanding_.front(), m_.closed() ? status::aborted : status::flushed});
+            outstanding_.pop_front();
+        }
         if (m_.flushes_outstanding()) {
             for (int w : outstanding_) handing_.push_back({w, m_.closed() ? status::aborted : status::flushed});
             outstanding_.clear();
@@ -172,6 +191,7 @@ private:
             self_held_ = false;
         }
     }
+    bool is_unposted(int w) const { return std::find(unposted_.begin(), unposted_.end(), w) != unposted_.end(); }
     void pass_hand_over() {
         for (auto [w, st] : handing_) let_go(w, fate::run, st);
         handing_.clear();
@@ -272,6 +292,7 @@ private:
     std::optional<int> posting_;
     std::deque<int> outstanding_; // the queue pair's table, in posting order
     std::deque<int> device_;      // on the device, in posting order
+    std::vector<int> unposted_;   // taken while in error: never posted to the device
     std::vector<std::pair<int, status>> cq_, handing_;
     bool device_error_ = false, destroyed_ = false, alive_ = true, poller_ = true, self_held_ = false;
     int close_stage_ = 0, lost_stage_ = 0, shut_stage_ = 0;
@@ -330,6 +351,15 @@ struct tells_a_destroyed_one : qp_machine {
     }
 };
 
+// A post to a queue pair in error refused at once (flushed), while the work posted before
+// it still waits for the device: it completed first (fresh review of 2026-12-05, F4).
+struct refuses_in_error_at_once : qp_machine {
+    posting post() const noexcept {
+        const auto p = qp_machine::post();
+        return p == posting::queue_in_error ? posting::refuse_in_error : p;
+    }
+};
+
 // A shutdown that trusts another thread's call to the error state before it has returned.
 struct trusts_a_telling : qp_machine {
     bool telling = false;
@@ -379,4 +409,8 @@ BOOST_AUTO_TEST_CASE(the_explorer_finds_a_shutdown_trusting_a_call_not_returned)
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_close_telling_a_destroyed_queue_pair) {
     require_found<tells_a_destroyed_one>("a close telling a destroyed queue pair", "on a destroyed queue pair");
+}
+
+BOOST_AUTO_TEST_CASE(the_explorer_finds_a_post_in_error_refused_at_once) {
+    require_found<refuses_in_error_at_once>("a post in error refused at once", "completed after a later one");
 }

@@ -43,6 +43,28 @@ BOOST_AUTO_TEST_CASE(a_late_id_never_matches_the_slots_next_user) {
     BOOST_TEST(**t.take(second) == "second");
 }
 
+// Taken while the queue pair is in error, never posted: each goes once every handler
+// posted before it has gone, not before.
+BOOST_AUTO_TEST_CASE(an_unposted_handler_comes_out_in_its_turn) {
+    work_request_table<handler> t;
+    BOOST_TEST(!t.take_oldest_unposted().has_value()); // none at all
+    const auto a = t.insert(make("a"));
+    const auto b = t.insert(make("b"), false), c = t.insert(make("c"), false);
+    BOOST_TEST(!t.take_oldest_unposted().has_value()); // a, on the device, goes first
+    BOOST_REQUIRE(t.take(a));
+    auto first = t.take_oldest_unposted();
+    BOOST_REQUIRE(first.has_value());
+    BOOST_TEST(first->first == b);
+    BOOST_TEST(*first->second == "b");
+    const auto d = t.insert(make("d")); // (reuses a's slot: below c's, yet younger)
+    auto second = t.take_oldest_unposted();
+    BOOST_REQUIRE(second.has_value());
+    BOOST_TEST(second->first == c);
+    BOOST_TEST(!t.take_oldest_unposted().has_value()); // d is on the device
+    BOOST_TEST(t.size() == 1u);
+    BOOST_TEST(t.contains(d));
+}
+
 BOOST_AUTO_TEST_CASE(what_is_left_comes_out_in_posting_order) {
     work_request_table<handler> t;
     std::uint64_t ids[5];

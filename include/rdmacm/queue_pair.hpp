@@ -82,12 +82,14 @@ struct queue_pair_options {
 /// cancelled operation completes with operation_aborted once the device has flushed it (its
 /// buffer stays the device's until the handler runs; if it completed before the flush, it
 /// completes as it did — a message received is never dropped), every other outstanding one
-/// with IBV_WC_WR_FLUSH_ERR, and so do later ones. The queue pair is then good only for
+/// with IBV_WC_WR_FLUSH_ERR, and so do later ones, each in posting order (never before the
+/// work posted ahead of it, which the device may still hold). The queue pair is then good only for
 /// closing; the peer's operations on the connection fail (nothing it sends lands unseen in
 /// a buffer nobody waits for). Hence a time-out on a receive, `co_await
 /// (qp.async_receive(mr, buf) || timer.async_wait())`, ends the connection's data path.
 /// `close()` (and closing the id) completes every outstanding operation with
-/// operation_aborted at once.
+/// operation_aborted, once the device has let go of its buffer (the queue pair is put in
+/// the error state first).
 ///
 /// **Lifetime**: the buffers and memory regions must outlive the operations. The queue
 /// pair is destroyed with the id, and the completion queue after it; this object may go
