@@ -116,6 +116,10 @@ public:
     // kernel moved there without waking its pollers included.
     static bool has_queued_event(const rdma_event_channel* channel) noexcept;
 
+    // The context whose channel's drain this thread is in (null if none): it cannot be
+    // destroyed meanwhile, so a hand-over into it is no call from outside.
+    static const state* reading_context() noexcept { return draining_ ? draining_->context_state() : nullptr; }
+
     // Events read, for statistics and tests.
     std::uint64_t events_read() const noexcept { return events_read_.load(std::memory_order_relaxed); }
 

@@ -103,9 +103,14 @@ void bound_executor::set_busy(bool busy) noexcept {
     (void)switch_work(busy);
 }
 
-bound_executor::handover bound_executor::get_for_handover(bool busy) noexcept {
+bound_executor::handover bound_executor::get_for_handover(bool busy, const state* here) noexcept {
     std::lock_guard lock(state_->mutex);
-    return {executor_, switch_work(busy)};
+    handover h;
+    h.idle_work = switch_work(busy);
+    if (!executor_ || state_->closing) return h;
+    h.executor = executor_;
+    if (state_.get() != here) h.call = call_in_progress(*state_);
+    return h;
 }
 
 boost::asio::any_io_executor bound_executor::switch_work(bool busy) noexcept {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace rdmacm::detail {
@@ -78,6 +79,34 @@ public:
     // The state of the context `ex` runs on (its service made on first use).
     static std::shared_ptr<state> state_of(const boost::asio::any_io_executor& ex);
 
+    // A call into a context in progress: counted (under the state's mutex, while its
+    // shutdown has not begun) from its start to its end; the shutdown waits until none is
+    // left, so that the context is not destroyed under the call. (The state is the
+    // context's service's, which the shutdown's wait keeps: a plain pointer holds it.)
+    class call_in_progress {
+    public:
+        call_in_progress() = default;
+        explicit call_in_progress(state& context) noexcept : context_(&context) {
+            ++context_->calls; // (under its mutex)
+        }
+        call_in_progress(call_in_progress&& other) noexcept : context_(std::exchange(other.context_, nullptr)) {}
+        call_in_progress& operator=(call_in_progress&& other) noexcept {
+            end();
+            context_ = std::exchange(other.context_, nullptr);
+            return *this;
+        }
+        ~call_in_progress() { end(); }
+
+    private:
+        void end() noexcept {
+            if (!context_) return;
+            std::lock_guard lock(context_->mutex);
+            if (--context_->calls == 0) context_->calls_done.notify_all();
+            context_ = nullptr;
+        }
+        state* context_ = nullptr;
+    };
+
     context_bound() = default;
     context_bound(const context_bound&) = delete;
     context_bound& operator=(const context_bound&) = delete;
@@ -121,10 +150,15 @@ public:
     // get() and set_busy(busy) in one: for handlers just taken from the object. The work that
     // going idle lets go of comes back in `idle_work`, for the caller to drop once it has
     // handed them over (a post makes work of its own), not under another lock taken again.
+    // Made from a thread that runs context `here` (null: not known): a hand-over into
+    // another context is a call into it, which its shutdown waits for — the user may close
+    // the object and destroy its context meanwhile (fresh review F2). No executor once the
+    // context's shutdown began: nothing runs there any more.
     struct handover {
+        call_in_progress call; // (first: it ends last, after the idle work is let go of)
         boost::asio::any_io_executor executor, idle_work;
     };
-    handover get_for_handover(bool busy) noexcept;
+    handover get_for_handover(bool busy, const state* here) noexcept;
 
     void context_shutdown() noexcept override { executor_ = {}; }
     std::shared_ptr<context_user> user() const noexcept override { return user_.lock(); }

@@ -73,6 +73,8 @@ public:
     }
 
     void context_shutdown() noexcept override;
+    // The state of the context the reader runs on.
+    const state* context_state() const noexcept { return context_.get(); }
 
 protected:
     // Reads `fd` (made non-blocking here) on a strand of `ex`; throws system_error.
@@ -109,21 +111,12 @@ private:
     class context_call {
     public:
         context_call(state& context, const executor_type& strand) // under its mutex
-            : context_(context), strand_(strand) {
-            ++context_.calls;
-        }
-        context_call(const context_call&) = delete;
-        context_call& operator=(const context_call&) = delete;
-        ~context_call() {
-            strand_.reset();
-            std::lock_guard lock(context_.mutex);
-            if (--context_.calls == 0) context_.calls_done.notify_all();
-        }
-        executor_type& strand() { return *strand_; }
+            : call_(context), strand_(strand) {}
+        executor_type& strand() { return strand_; }
 
     private:
-        state& context_;
-        std::optional<executor_type> strand_;
+        call_in_progress call_; // (first: it ends after the strand's copy went)
+        executor_type strand_;
     };
     // Empty once the context's shutdown began.
     std::optional<context_call> call_into_context() {

@@ -423,7 +423,7 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
         }
         // The id's work, if it goes idle, is let go of as `to` goes: once these are handed
         // over, even when one run inline throws.
-        to = executor_.get_for_handover(busy_ = busy_now());
+        to = executor_.get_for_handover(busy_ = busy_now(), channel_impl::reading_context());
     }
     if (broken) broken->connection_lost(); // before the event's handler runs
     // The others first, posted: a handler run inline that throws cannot lose them.
@@ -433,6 +433,7 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
 
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
     completion c;
+    bound_executor::handover to; // as deliver()'s
     {
         std::lock_guard lock(mutex_);
         // A request is kept only by a listener that is open and whose context runs: one
@@ -454,8 +455,9 @@ void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_i
         }
         machine_.completed(d.kind);
         c = {handlers_.take(d.kind), {}, ev, std::move(conn)};
+        to = executor_.get_for_handover(busy_ = busy_now(), channel_impl::reading_context());
     }
-    complete(std::move(c), how::dispatch);
+    complete(to.executor, std::move(c), how::dispatch);
 }
 
 void id_impl::reject_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id) {

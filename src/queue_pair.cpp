@@ -349,7 +349,7 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
             held_.clear();
         }
         // What this pass hands over (a polling pass mostly finds nothing).
-        if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now());
+        if (!done.empty()) to = executor_.get_for_handover(busy_ = busy_now(), by.reader->context_state());
     }
     if (wake) wake_later(wake); // (posted out of our locks: the strand runs on the user's executor)
     // Let go of on the destroyer thread, its CQ with it — unless the caller's reference (a

@@ -13,11 +13,13 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/execution/blocking.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/require.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <array>
 #include <cstdio>
@@ -266,6 +268,68 @@ BOOST_AUTO_TEST_CASE(a_post_to_a_queue_pair_in_error_completes_after_the_work_be
     BOOST_TEST(order[1].first == 'b');
     BOOST_TEST((order[1].second == error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category())),
                order[1].second.message());
+}
+
+// Fresh review F2: the reader of an id's channel on context A takes an event's handler for
+// the id, whose executor is on context B, and hands it over to B after its locks — here
+// held at the gate in the queue pair's flush, which comes first. The user closes the id
+// and destroys B meanwhile. B's destruction waits for the hand-over in progress now (a
+// call into B, as the reader's own posts to its strand are); before, B was destroyed under
+// it, and the post that followed went into freed memory.
+BOOST_AUTO_TEST_CASE(destroying_a_context_waits_for_a_hand_over_into_it) {
+    channel_fixture f; // the server, on f.ctx (run here)
+    auto l = make_listener(*f.channel);
+    asio::io_context a; // reads the client's channel, on a thread of its own
+    auto a_work = asio::make_work_guard(a);
+    std::thread a_thread([&] { a.run(); });
+    auto b = std::make_unique<asio::io_context>(); // the client id's handlers (run here)
+    std::optional<event_channel> client_channel(std::in_place, a);
+    connection_pair p;
+    p.client.emplace(b->get_executor(), *client_channel);
+    int ready = 0;
+    auto count = [&](const std::exception_ptr& e) {
+        BOOST_TEST(!e);
+        ++ready;
+    };
+    asio::co_spawn(f.ctx, accept_side(l, p, {}), count);
+    asio::co_spawn(
+        *b,
+        [&]() -> asio::awaitable<void> {
+            co_await p.client->async_resolve_address(device_endpoint(l.local_endpoint().port()), 2s,
+                                                     asio::use_awaitable);
+            co_await p.client->async_resolve_route(2s, asio::use_awaitable);
+            p.client_qp.emplace(*p.client, queue_pair_options{});
+            co_await p.client->async_connect(conn_params{}, asio::use_awaitable);
+        },
+        count);
+    BOOST_REQUIRE(run_both(f.ctx, *b, [&] { return ready == 2; }));
+
+    p.client->async_next_event([](error_code, cm_event) {}); // the peer's DISCONNECTED completes it
+    faults::gate held("ibv_modify_qp", p.client_qp->native_handle());
+    p.server->async_disconnect([](error_code) {});
+    const bool entered = held.wait_entered(); // on a: the event's handler taken, the flush first
+    std::atomic<bool> destroyed{false};
+    std::thread destroyer;
+    bool early = false;
+    if (entered) {
+        p.client_qp->close();
+        p.client->close();
+        destroyer = std::thread([&] {
+            b.reset();
+            destroyed = true;
+        });
+        std::this_thread::sleep_for(300ms);
+        early = destroyed;
+    }
+    held.release();
+    if (destroyer.joinable()) destroyer.join();
+    BOOST_REQUIRE_MESSAGE(entered, "the peer's DISCONNECTED never reached the client's flush");
+    BOOST_TEST(!early, "the id's context was destroyed while a hand-over into it was in progress");
+    p.client_qp.reset();
+    p.client.reset();
+    client_channel.reset();
+    a_work.reset();
+    a_thread.join();
 }
 
 // close() hands a work request's buffer back only once the device has let go of it: the
