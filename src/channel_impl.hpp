@@ -139,18 +139,16 @@ private:
     // The route: who reads and routes the channel's events, and so may tell a move that
     // none of its id's is being routed. The reader claims it for a read (on its strand),
     // and routes — runs handlers inline, user code — with no lock held: `routing_` says
-    // so, set and cleared under the routing lock, which the claim takes only for that
-    // (waiting out another thread's short exclusive call, if one is being made).
+    // so, set under the routing lock, which the claim takes only for that (waiting out
+    // another thread's short exclusive call, if one is being made), and cleared without it
+    // (a release: what the read did is seen by whoever takes the route next).
     class routing_claim {
     public:
         explicit routing_claim(channel_impl& channel) : channel_(channel) {
             std::lock_guard route(channel_.route_mutex_);
-            channel_.routing_ = true;
+            channel_.routing_.store(true, std::memory_order_relaxed);
         }
-        ~routing_claim() {
-            std::lock_guard route(channel_.route_mutex_);
-            channel_.routing_ = false;
-        }
+        ~routing_claim() { channel_.routing_.store(false, std::memory_order_release); }
         routing_claim(const routing_claim&) = delete;
         routing_claim& operator=(const routing_claim&) = delete;
 
@@ -161,14 +159,14 @@ private:
     // the reader has claimed the route (empty then).
     std::unique_lock<std::mutex> try_take_route() noexcept {
         std::unique_lock route(route_mutex_, std::try_to_lock);
-        if (route && routing_) route.unlock();
+        if (route && routing_.load(std::memory_order_acquire)) route.unlock();
         return route;
     }
 
     rdma_event_channel* channel_;
-    std::mutex route_mutex_; // the routing lock: routing_, and another thread's exclusive call
-    bool routing_ = false;   // under route_mutex_: the reader has claimed the route
-    std::mutex read_mutex_;  // held around each rdma_get_cm_event, and by pause_reads()
+    std::mutex route_mutex_;           // the routing lock: another thread's exclusive call
+    std::atomic<bool> routing_{false}; // the reader has claimed the route (set under route_mutex_)
+    std::mutex read_mutex_;            // held around each rdma_get_cm_event, and by pause_reads()
     std::atomic<std::size_t> owners_{1};
     std::atomic<std::uint64_t> events_read_{0};
     std::atomic<bool> kick_pending_{false};

@@ -105,12 +105,10 @@ void bound_executor::set_busy(bool busy) noexcept {
 
 bound_executor::handover bound_executor::get_for_handover(bool busy, const state* here) noexcept {
     std::lock_guard lock(state_->mutex);
-    handover h;
-    h.idle_work = switch_work(busy);
-    if (!executor_ || state_->closing) return h;
-    h.executor = executor_;
-    if (state_.get() != here) h.call = call_in_progress(*state_);
-    return h;
+    auto idle = switch_work(busy);
+    if (!executor_ || state_->closing) return {{}, {}, std::move(idle)};
+    if (state_.get() == here) return {{}, executor_, std::move(idle)}; // (built in place: no assignments)
+    return {call_in_progress(*state_), executor_, std::move(idle)};
 }
 
 boost::asio::any_io_executor bound_executor::switch_work(bool busy) noexcept {
