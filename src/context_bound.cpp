@@ -106,7 +106,12 @@ void bound_executor::set_busy(bool busy) noexcept {
 bound_executor::handover bound_executor::get_for_handover(bool busy, const state* here) noexcept {
     std::lock_guard lock(state_->mutex);
     auto idle = switch_work(busy);
-    if (!executor_ || state_->closing) return {{}, {}, std::move(idle)};
+    if (!executor_) return {{}, {}, std::move(idle)};
+    // Its shutdown has begun, and waits for the calls in progress (it is still alive, or
+    // executor_ would be empty): no executor, but a call all the same — the handlers taken
+    // go, and the idle work with them, before the context may be freed (the review of
+    // 2026-12-05's D2).
+    if (state_->closing) return {call_in_progress(*state_), {}, std::move(idle)};
     if (state_.get() == here) return {{}, executor_, std::move(idle)}; // (built in place: no assignments)
     return {call_in_progress(*state_), executor_, std::move(idle)};
 }

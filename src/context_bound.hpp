@@ -153,7 +153,8 @@ public:
     // Made from a thread that runs context `here` (null: not known): a hand-over into
     // another context is a call into it, which its shutdown waits for — the user may close
     // the object and destroy its context meanwhile (fresh review F2). No executor once the
-    // context's shutdown began: nothing runs there any more.
+    // context's shutdown began (nothing runs there any more), but a call still: the caller
+    // lets go of the handlers it took before its hand-over ends (declare it first).
     struct handover {
         call_in_progress call; // (first: it ends last, after the idle work is let go of)
         boost::asio::any_io_executor executor, idle_work;

@@ -389,10 +389,12 @@ void id_impl::on_event(const cm_event& ev) { deliver(ev, true); }
 void id_impl::deliver(const cm_event& ev, bool from_reader) {
     // At most one completion per event; the rare events that end other operations too
     // (DEVICE_REMOVAL, a connection gone while connecting) fill (and allocate) `failed`.
+    // The id's executor as it is when the event is taken (first: its hand-over ends after
+    // the handlers below have gone, handed over or not).
+    bound_executor::handover to;
     completion done;
     std::vector<completion> failed;
     std::shared_ptr<data_path> broken; // the connection is gone: so is its data path
-    bound_executor::handover to;       // the id's executor as it is when the event is taken
     {
         std::lock_guard lock(mutex_);
         if (from_reader && migration_) {
@@ -432,8 +434,8 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
 }
 
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
+    bound_executor::handover to; // as deliver()'s (first: it ends after `c` went)
     completion c;
-    bound_executor::handover to; // as deliver()'s
     {
         std::lock_guard lock(mutex_);
         // A request is kept only by a listener that is open and whose context runs: one

@@ -216,8 +216,12 @@ void qp_impl::post(const work_request& wr, handler h) {
     auto failed = outstanding_.take(wr_id);
     if (!failed) return; // closed meanwhile: aborted already
     auto ex = executor_.get();
+    // Work queued behind it in error (never posted) may be the oldest now: a pass hands it
+    // over in its turn, and nothing else would wake one (the review of 2026-12-05's D3).
+    auto wake = outstanding_.has_unposted() ? poller_ : nullptr;
     lock.unlock();
     refuse(ex, std::move(*failed), ec);
+    if (wake) wake_later(wake);
     settle();
 }
 

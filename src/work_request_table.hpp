@@ -84,6 +84,7 @@ public:
     }
 
     bool empty() const noexcept { return size_ == 0; }
+    bool has_unposted() const noexcept { return unposted_ != 0; }
     std::size_t size() const noexcept { return size_; }
 
 private:
