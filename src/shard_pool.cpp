@@ -191,7 +191,8 @@ void pool_impl::place(connection_request request, place_handler handler) {
                     auto self = weak.lock();
                     if (!self) return;                  // the pool is gone: nothing runs where the handler would
                     std::optional<place_handler> taken; // (emplaced: 1.81's move assignment recurses)
-                    executor_type strand = connection_strand(follow_executor(state->home));
+                    executor_type strand;               // (made only for a connection that moved)
+                    if (!migrated) strand = connection_strand(follow_executor(state->home));
                     {
                         std::lock_guard relock(self->mutex_);
                         if (state->placing) taken.emplace(std::move(*state->placing));

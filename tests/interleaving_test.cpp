@@ -104,6 +104,28 @@ struct client_with_buffer {
     }
 };
 
+// Runs `act` on a thread of its own while the client queue pair's next ibv_modify_qp (its
+// flush) is held at the gate; once it is held, `meanwhile`, then 200 ms of the context.
+// Whether the gate was reached, and what `early()` said at the end of those 200 ms.
+struct flush_held {
+    bool entered;
+    bool early;
+};
+template <typename Act, typename Meanwhile, typename Early>
+flush_held while_the_flush_is_held(channel_fixture& f, client_with_buffer& c, Act act, Meanwhile meanwhile,
+                                   Early early) {
+    faults::gate held("ibv_modify_qp", c.p.client_qp->native_handle());
+    std::thread actor(act);
+    const bool entered = held.wait_entered();
+    if (entered) meanwhile();
+    run_until(
+        f.ctx, [] { return false; }, 200ms);
+    const bool was_early = early();
+    held.release();
+    actor.join();
+    return {entered, was_early};
+}
+
 } // namespace
 
 // Finding 1: a librdmacm call of an operation (made outside the id's lock) racing close().
@@ -245,22 +267,16 @@ BOOST_AUTO_TEST_CASE(an_event_between_a_pass_s_last_read_and_its_wait_is_read) {
 BOOST_AUTO_TEST_CASE(a_post_to_a_queue_pair_in_error_completes_after_the_work_before_it) {
     channel_fixture f;
     client_with_buffer c(f);
-    auto& p = c.p;
     std::vector<std::pair<char, error_code>> order;
     asio::cancellation_signal cancel_a;
     c.receive(asio::bind_cancellation_slot(cancel_a.slot(),
                                            [&](error_code ec, std::size_t) { order.emplace_back('a', ec); }));
-    faults::gate held("ibv_modify_qp", p.client_qp->native_handle());
-    std::thread canceller([&] { cancel_a.emit(asio::cancellation_type::terminal); });
-    const bool entered = held.wait_entered();
-    c.receive([&](error_code ec, std::size_t) { order.emplace_back('b', ec); });
-    run_until(
-        f.ctx, [] { return false; }, 200ms);
-    const auto early = order.size();
-    held.release();
-    canceller.join();
+    const auto [entered, early] = while_the_flush_is_held(
+        f, c, [&] { cancel_a.emit(asio::cancellation_type::terminal); },
+        [&] { c.receive([&](error_code ec, std::size_t) { order.emplace_back('b', ec); }); },
+        [&] { return !order.empty(); });
     BOOST_REQUIRE_MESSAGE(entered, "the cancellation never put the queue pair in the error state");
-    BOOST_TEST(early == 0u, "a handler ran while the device still held the first receive");
+    BOOST_TEST(!early, "a handler ran while the device still held the first receive");
     BOOST_REQUIRE(run_until(
         f.ctx, [&] { return order.size() == 2; }, 10s));
     BOOST_TEST(order[0].first == 'a');
@@ -342,14 +358,8 @@ BOOST_AUTO_TEST_CASE(a_closed_queue_pair_s_receive_completes_after_the_device_le
     auto& p = c.p;
     std::optional<error_code> received;
     c.receive([&](error_code ec, std::size_t) { received = ec; });
-    faults::gate held("ibv_modify_qp", p.client_qp->native_handle());
-    std::thread closer([&] { p.client_qp->close(); });
-    const bool entered = held.wait_entered();
-    run_until(
-        f.ctx, [] { return false; }, 200ms);
-    const bool early = received.has_value();
-    held.release();
-    closer.join();
+    const auto [entered, early] = while_the_flush_is_held(
+        f, c, [&] { p.client_qp->close(); }, [] {}, [&] { return received.has_value(); });
     BOOST_REQUIRE_MESSAGE(entered, "close() never put the queue pair in the error state");
     BOOST_TEST(!early, "the receive's handler ran before the device was told to let go of its buffer");
     BOOST_REQUIRE(run_until(
