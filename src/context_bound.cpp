@@ -71,6 +71,12 @@ boost::asio::any_io_executor context_executor(const boost::asio::any_io_executor
     return ex;
 }
 
+bool runs_in_this_thread(const boost::asio::any_io_executor& ex) {
+    const auto context = context_executor(ex);
+    const auto* e = context.target<boost::asio::io_context::executor_type>();
+    return e && e->running_in_this_thread();
+}
+
 void context_bound::state::work_started(const boost::asio::any_io_executor& ex) {
     ++busy;
     // The first busy member's executor, unless that one cannot track work (a user's that
@@ -112,8 +118,15 @@ bound_executor::handover bound_executor::get_for_handover(bool busy, const state
     // go, and the idle work with them, before the context may be freed (the review of
     // 2026-12-05's D2).
     if (state_->closing) return {call_in_progress(*state_), {}, std::move(idle)};
-    if (state_.get() == here) return {{}, executor_, std::move(idle)}; // (built in place: no assignments)
+    if (state_.get() == here || runs_in_this_thread(executor_)) // (built in place: no assignments)
+        return {{}, executor_, std::move(idle)};
     return {call_in_progress(*state_), executor_, std::move(idle)};
+}
+
+bound_executor::entry bound_executor::enter() const noexcept {
+    std::lock_guard lock(state_->mutex);
+    if (!executor_ || state_->closing) return {};
+    return {call_in_progress(*state_), executor_};
 }
 
 boost::asio::any_io_executor bound_executor::switch_work(bool busy) noexcept {

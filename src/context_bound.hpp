@@ -20,6 +20,10 @@ namespace rdmacm::detail {
 // shard (and ignores outstanding_work.tracked). Any other executor: `ex` itself. What
 // serves a whole context runs on, and keeps it running by: not one object's executor.
 boost::asio::any_io_executor context_executor(const boost::asio::any_io_executor& ex);
+// Whether this thread runs the io_context `ex` runs on (false when that is not known: a
+// user's executor of another kind). Destroying that context meanwhile is the user's error:
+// a thread is in its run().
+bool runs_in_this_thread(const boost::asio::any_io_executor& ex);
 
 // An object holding handlers whose context may shut down first (an id, a queue pair): told
 // so after the shutdown, it lets go of them, as Asio's services destroy the operations of
@@ -96,6 +100,9 @@ public:
             return *this;
         }
         ~call_in_progress() { end(); }
+        // Whether a call is counted: no user code may run before it ends (it could destroy
+        // the context, whose shutdown would wait for this very call).
+        explicit operator bool() const noexcept { return context_ != nullptr; }
 
     private:
         void end() noexcept {
@@ -151,8 +158,9 @@ public:
     // going idle lets go of comes back in `idle_work`, for the caller to drop once it has
     // handed them over (a post makes work of its own), not under another lock taken again.
     // Made from a thread that runs context `here` (null: not known): a hand-over into
-    // another context is a call into it, which its shutdown waits for — the user may close
-    // the object and destroy its context meanwhile (fresh review F2). No executor once the
+    // another context — one this thread does not run — is a call into it, which its
+    // shutdown waits for: the user may close the object and destroy its context meanwhile
+    // (fresh review F2). No handler may run inline while it is counted (D1). No executor once the
     // context's shutdown began (nothing runs there any more), but a call still: the caller
     // lets go of the handlers it took before its hand-over ends (declare it first).
     struct handover {
@@ -160,6 +168,14 @@ public:
         boost::asio::any_io_executor executor, idle_work;
     };
     handover get_for_handover(bool busy, const state* here) noexcept;
+    // The executor to post to, with the call into its context that the post is: counted, so
+    // that a shutdown on another thread waits until the caller has posted and let go of the
+    // copy (declare it before what the post takes along). Neither once the shutdown has begun.
+    struct entry {
+        call_in_progress call; // (first: it ends last)
+        boost::asio::any_io_executor executor;
+    };
+    entry enter() const noexcept;
 
     void context_shutdown() noexcept override { executor_ = {}; }
     std::shared_ptr<context_user> user() const noexcept override { return user_.lock(); }

@@ -430,7 +430,7 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
     if (broken) broken->connection_lost(); // before the event's handler runs
     // The others first, posted: a handler run inline that throws cannot lose them.
     for (auto& c : failed) complete(to.executor, std::move(c), how::post);
-    if (done.handler.index() != 0) complete(to.executor, std::move(done), how::dispatch);
+    if (done.handler.index() != 0) complete(to.executor, std::move(done), inline_unless_counted(to));
 }
 
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
@@ -459,7 +459,7 @@ void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_i
         c = {handlers_.take(d.kind), {}, ev, std::move(conn)};
         to = executor_.get_for_handover(busy_ = busy_now(), channel_impl::reading_context());
     }
-    complete(to.executor, std::move(c), how::dispatch);
+    complete(to.executor, std::move(c), inline_unless_counted(to));
 }
 
 void id_impl::reject_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id) {

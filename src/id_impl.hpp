@@ -62,6 +62,12 @@ public:
         std::lock_guard lock(mutex_);
         return executor_.get();
     }
+    // The executor to post to, with the call into its context that the post is (none once
+    // that context's shutdown has begun).
+    bound_executor::entry enter_executor() const noexcept {
+        std::lock_guard lock(mutex_);
+        return executor_.enter();
+    }
 
     // Starts an operation of `kind`: refused at once (posted) if the machine says so;
     // otherwise the handler waits for its event and `call` is made.
@@ -182,6 +188,13 @@ private:
     // Completes on the handler's executor: posted (never inside an initiating call), or,
     // from the reader, dispatched (inline when the reader already runs there).
     enum class how : bool { post, dispatch };
+    // A hand-over's mode: dispatched, unless it counts a call into the id's context — then
+    // posted there (by way of it, as Asio's own completions go), as no user code may run
+    // before the call ends: a handler run inline on another executor could destroy that
+    // context, whose shutdown waits for the call (the third review's D1).
+    static how inline_unless_counted(const bound_executor::handover& to) noexcept {
+        return to.call ? how::post : how::dispatch;
+    }
     // `deferred`: an operation waiting for a migration to end, `generation` its serial.
     void cancel_one(op_kind kind, std::uint32_t generation, bool deferred) noexcept;
     // Puts a canceller in the handler's cancellation slot, if it has one.

@@ -48,6 +48,10 @@ namespace rdmacm::detail {
 // What a migrate call leaves to do once the routing lock is let go of: a move-only value,
 // not a std::function (whose copyable closure took two allocations per migration).
 struct id_impl::hand_on {
+    // The old executor, to post the step to, and the call into its context that the post is
+    // (the user may destroy that context meanwhile: the third review's F2). None once its
+    // shutdown has begun: nothing runs there any more, and the step runs here.
+    bound_executor::entry old{};
     std::shared_ptr<id_impl> self; // none: nothing to do (the migration was abandoned)
     error_code ec;
     how mode = how::post;
@@ -57,7 +61,6 @@ struct id_impl::hand_on {
     bool kick_old = false;    // the event it took along is back on the old channel: read it
     std::shared_ptr<channel_impl> target{}, old_channel{};
     std::shared_ptr<data_path> data{};
-    executor_type old_executor{};
     executor_type hop{}; // where the end runs after the old executor, if elsewhere
     // The migrate handler travels with the continuation, not in the id: a continuation that
     // never runs (its context destroyed first) takes it along, and with it whatever it
@@ -84,7 +87,7 @@ struct id_impl::hand_on {
             auto* id = self.get(); // (its executor is the old one until its end)
             end_after_look(
                 look_at, ticket, std::move(hop), [id](auto&) { id->hold_while_moving(); },
-                [id] { return id->get_executor(); },
+                [id] { return id->enter_executor(); },
                 [self = std::move(self), ec, handler = std::move(handler)]() mutable {
                     self->finish_migration(ec, handler);
                 });
@@ -92,11 +95,13 @@ struct id_impl::hand_on {
         after_call(
             facts(),
             [&] {
-                if (data) // after its completions too (through a copyable function: shared)
-                    data->after_handed(old_executor,
+                if (!old.executor)
+                    then();
+                else if (data) // after its completions too (through a copyable function: shared)
+                    data->after_handed(old.executor,
                                        [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
                 else
-                    boost::asio::post(old_executor, std::move(then));
+                    boost::asio::post(old.executor, std::move(then));
             },
             [&] { release_channels(); });
     }
@@ -106,19 +111,19 @@ struct id_impl::hand_on {
     // and end one after the other there; any other goes on alone.
     static void run_together(std::vector<hand_on>& moved) {
         std::vector<moving> group;
-        std::vector<hand_on> joined; // their channels, let go of once the step is posted
+        std::vector<hand_on> joined; // their channels and calls, let go of once the step is posted
         executor_type old_executor, hop;
         std::shared_ptr<channel_impl> look_at;
         std::uint64_t ticket = 0; // the latest: its read covers the others
         for (auto& h : moved) {
             // (No kick of the old channel: that is a move to synchronous mode, never together.)
-            const bool joins = h.self && h.called && !h.ec && !h.data &&
-                               (group.empty() || (h.old_executor == old_executor && h.hop == hop));
+            const bool joins = h.self && h.called && !h.ec && !h.data && h.old.executor &&
+                               (group.empty() || (h.old.executor == old_executor && h.hop == hop));
             if (!joins) {
                 std::move(h).run();
                 continue;
             }
-            if (group.empty()) old_executor = h.old_executor, hop = h.hop;
+            if (group.empty()) old_executor = h.old.executor, hop = h.hop;
             if (h.look) look_at = h.target, ticket = std::max(ticket, h.ticket); // (one target: migrate_together's)
             group.push_back({std::move(h.self), std::move(h.handler)});
             joined.push_back(std::move(h));
@@ -131,7 +136,7 @@ struct id_impl::hand_on {
                 [](together& end) {
                     for (auto& g : end.group) g.self->hold_while_moving();
                 },
-                [first] { return first->get_executor(); }, together{std::move(group)});
+                [first] { return first->enter_executor(); }, together{std::move(group)});
         };
         after_call(
             {.look = true}, [&] { boost::asio::post(old_executor, std::move(then)); },
@@ -184,8 +189,8 @@ private:
             boost::asio::post(hop, std::move(end));
         else if (here)
             end();
-        else if (auto ex = old()) // (none: its context shut down, and took the move's parts along)
-            boost::asio::post(ex, std::move(end));
+        else if (auto ex = old(); ex.executor) // (none: its context shut down, and took the move's parts along)
+            boost::asio::post(ex.executor, std::move(end));
     }
     static_assert(move_course(move_place::old_step, {.look = true}).size == 1 &&
                   move_course(move_place::old_step, {.look = false}).size == 1 &&
@@ -363,7 +368,7 @@ void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
 }
 
 void id_impl::end_migration(error_code ec, how mode) {
-    executor_type ex;
+    bound_executor::entry old; // posted to: the old executor (none: here)
     std::shared_ptr<channel_impl> target;
     std::optional<void_handler> handler; // (emplaced: 1.81's move assignment recurses)
     {
@@ -374,13 +379,13 @@ void id_impl::end_migration(error_code ec, how mode) {
         migration_->settled = true;
         target = migration_->target;
         handler.emplace(std::move(migration_->handler));
-        if (mode == how::post) ex = migration_->old_executor;
+        if (mode == how::post) old = executor_.enter(); // (none once its context's shutdown has begun)
     }
     // The end is posted before anything is let go of: the target's owner, or the id (whose
     // destroy lets go of its channel, maybe the old context's last work) — as a move's step
     // is (review F4).
-    if (ex)
-        boost::asio::post(ex, [self = shared_from_this(), ec, handler = std::move(*handler)]() mutable {
+    if (old.executor)
+        boost::asio::post(old.executor, [self = shared_from_this(), ec, handler = std::move(*handler)]() mutable {
             self->finish_migration(ec, handler);
         });
     if (target) target->remove_owner(); // taken at the start, not needed now
@@ -388,7 +393,7 @@ void id_impl::end_migration(error_code ec, how mode) {
         std::unique_lock lock(mutex_);
         release_if_idle(lock); // closed: the id goes now, whenever the end runs
     }
-    if (!ex) finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
+    if (!old.executor) finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
 }
 
 id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
@@ -434,6 +439,7 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     lock.lock();
     in_migrate_call_ = false;
     migration_->settled = true;
+    auto old = executor_.enter();
     if (!ec) {
         channel_ = target; // with the owner taken at the start
         synchronous_ = !target;
@@ -442,7 +448,8 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     const std::uint64_t ticket = look ? target->moved_here() : 0;
     executor_type hop;
     if (!ec && target_executor != old_executor) hop = std::move(target_executor);
-    hand_on next{.self = shared_from_this(),
+    hand_on next{.old = std::move(old),
+                 .self = shared_from_this(),
                  .ec = ec,
                  .called = true,
                  .look = look,
@@ -451,7 +458,6 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
                  .target = std::move(target),
                  .old_channel = std::move(old_channel),
                  .data = data_path_,
-                 .old_executor = std::move(old_executor),
                  .hop = std::move(hop),
                  .handler = std::move(migration_->handler)};
     release_if_idle(lock); // close() came meanwhile: the id goes now, wherever it is

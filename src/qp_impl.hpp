@@ -144,7 +144,7 @@ private:
     bool polling() const noexcept { return poll_for_ > std::chrono::nanoseconds::zero(); } // (negative: as zero)
     void begin_verbs_call() noexcept; // under mutex_, once the machine let it go
     void end_verbs_call() noexcept;
-    void hand_over(std::vector<completion>& done, const executor_type& ex);
+    void hand_over(std::vector<completion>& done, const executor_type& ex, bool may_run_inline);
     // Under mutex_, closed with no flush to poll for: what a pass would hand over, in order
     // (held ones, then, if the machine says so, the outstanding ones, aborted).
     std::vector<completion> take_left_over();

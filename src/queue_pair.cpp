@@ -359,7 +359,7 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
     // Let go of on the destroyer thread, its CQ with it — unless the caller's reference (a
     // pass's) is the last one by then.
     if (flushed) destroy_later([flushed = std::move(flushed)] {});
-    if (!done.empty()) hand_over(done, to.executor);
+    if (!done.empty()) hand_over(done, to.executor, !to.call);
     polled.clear();
     done.clear();
     by.polled = std::move(polled);
@@ -443,16 +443,22 @@ void qp_impl::spin(const std::shared_ptr<poller>& by) {
 // On the current poller's strand (or after close): in order. A handler run inline that
 // throws leaves run() as Asio's do: at once on a strand, the ones after it then completing
 // queued; after this pass on an io_context, whose executor keeps the exception for run()
-// and lets the rest run inline.
-void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex) {
+// and lets the rest run inline. None runs inline while the pass counts a call into the
+// queue pair's context (`may_run_inline` false: a handler could destroy that context).
+void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex, bool may_run_inline) {
     if (!ex) return; // the context has shut down
+    const auto queue_from = [&](std::size_t i) {
+        for (; i < done.size(); ++i) post_to_handler_executor(std::move(done[i].h), ex, done[i].ec, done[i].bytes);
+    };
     std::size_t i = 0;
     try {
-        for (; i < done.size(); ++i) dispatch_to_handler(std::move(done[i].h), ex, done[i].ec, done[i].bytes);
+        for (; may_run_inline && i < done.size(); ++i)
+            dispatch_to_handler(std::move(done[i].h), ex, done[i].ec, done[i].bytes);
     } catch (...) {
-        for (++i; i < done.size(); ++i) post_to_handler_executor(std::move(done[i].h), ex, done[i].ec, done[i].bytes);
+        queue_from(i + 1);
         throw;
     }
+    queue_from(i);
 }
 
 void qp_impl::begin_move() {

@@ -348,6 +348,85 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_waits_for_a_hand_over_into_it) {
     a_thread.join();
 }
 
+// The third review's D1: the hand-over above counts a call into B while it hands the event
+// over; a handler with an executor of its own, A's, which the reader runs, would run inline
+// meanwhile — and one that destroys B would wait, in B's shutdown, for the call its own
+// thread was making: a deadlock. Such a handler goes by way of B now, as Asio's own
+// completions do, and runs on A after the call ended. (No gate: the interleaving is the
+// thread's own.)
+BOOST_AUTO_TEST_CASE(a_handler_may_destroy_the_context_its_hand_over_came_into) {
+    asio::io_context a; // reads the id's channel, on a thread of its own
+    auto a_work = asio::make_work_guard(a);
+    std::thread a_thread([&] { a.run(); });
+    auto b = std::make_unique<asio::io_context>(); // the id's, on a thread of its own
+    auto b_work = asio::make_work_guard(*b);
+    std::thread b_thread([&] { b->run(); });
+    std::optional<event_channel> channel(std::in_place, a);
+    std::optional<cm_id> id(std::in_place, b->get_executor(), *channel);
+    std::promise<error_code> resolved;
+    id->async_resolve_address(device_endpoint(1), 2s, asio::bind_executor(a, [&](error_code ec) {
+                                  id->close();
+                                  b_work.reset();
+                                  b->stop();
+                                  b_thread.join();
+                                  b.reset(); // waits for the calls into b in progress
+                                  resolved.set_value(ec);
+                              }));
+    auto result = resolved.get_future();
+    if (result.wait_for(20s) != std::future_status::ready) {
+        BOOST_ERROR("destroying the id's context from its handler never returned");
+        std::quick_exit(1); // the reader's thread is stuck in it: nothing else can be checked
+    }
+    const auto ec = result.get();
+    BOOST_TEST(!ec, ec.message());
+    id.reset();
+    channel.reset();
+    a_work.reset();
+    a_thread.join();
+}
+
+// The third review's F2, its second case: the user destroys the context an id is leaving
+// while the move's rdma_migrate_id is being made (held at the gate). Once the call was made,
+// the move's step was posted to that context's executor — freed by then. The post is a call
+// into the context now, taken after rdma_migrate_id under the id's lock: none once the
+// context's shutdown has begun, and the move goes on from here to its target, where its
+// handler runs. (The plain build may survive the post into freed memory; the ASan build
+// fails on it.)
+BOOST_AUTO_TEST_CASE(a_move_goes_on_when_the_context_it_leaves_is_destroyed_during_its_call) {
+    asio::io_context target; // the move's target (run here)
+    std::optional<event_channel> target_channel(std::in_place, target);
+    auto b = std::make_unique<asio::io_context>(); // the id's, never run after its resolve
+    std::optional<event_channel> channel(std::in_place, *b);
+    std::optional<cm_id> id(std::in_place, *channel);
+    resolve_address(*b, *id);
+    std::optional<error_code> moved;
+    faults::gate held("rdma_migrate_id", id->native_handle());
+    std::thread mover([&] { id->async_migrate(*target_channel, [&](error_code ec) { moved = ec; }); });
+    const bool entered = held.wait_entered(); // the call made on the mover's thread: b's reader idle
+    std::atomic<bool> destroyed{false};
+    std::thread destroyer;
+    if (entered)
+        destroyer = std::thread([&] {
+            b.reset();
+            destroyed = true;
+        });
+    std::this_thread::sleep_for(300ms);
+    held.release();
+    mover.join();
+    if (destroyer.joinable()) destroyer.join();
+    BOOST_REQUIRE_MESSAGE(entered, "the move never made its rdma_migrate_id");
+    BOOST_REQUIRE(run_until(
+        target, [&] { return moved.has_value(); }, 10s));
+    BOOST_TEST(!*moved, moved->message());
+    std::optional<error_code> routed; // the id works on its target
+    id->async_resolve_route(2s, [&](error_code ec) { routed = ec; });
+    BOOST_REQUIRE(run_until(
+        target, [&] { return routed.has_value(); }, 10s));
+    BOOST_TEST(!*routed, routed->message());
+    id.reset();
+    channel.reset();
+}
+
 // close() hands a work request's buffer back only once the device has let go of it: the
 // queue pair goes to the error state first, and the handler completes from the device's
 // flush. Held at the gate in that ibv_modify_qp, the receive's handler has not run (before

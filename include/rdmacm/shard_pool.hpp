@@ -204,7 +204,9 @@ public:
     }
 
     /// Stops: closes the listeners being served (their pending requests are rejected) and
-    /// refuses new placements and moves; then closes every connection (`close`) or lets each
+    /// refuses new placements and moves; completes the placements still on their way (an
+    /// `async_place` whose move has not ended) with errc::pool_stopped and closes their
+    /// connections, in either mode; then closes every connection (`close`) or lets each
     /// end on its own (`drain`); then waits for every shard's io_context to run out of work
     /// and joins the threads. Called on one of the pool's threads it does not wait (the
     /// destructor does). Idempotent.
