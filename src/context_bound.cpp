@@ -72,8 +72,13 @@ boost::asio::any_io_executor context_executor(const boost::asio::any_io_executor
 }
 
 bool runs_in_this_thread(const boost::asio::any_io_executor& ex) {
+    using io_executor = boost::asio::io_context::executor_type;
+    // The usual two first, with no copy of the executor.
+    if (const auto* e = ex.target<io_executor>()) return e->running_in_this_thread();
+    if (const auto* s = ex.target<boost::asio::strand<io_executor>>())
+        return s->get_inner_executor().running_in_this_thread();
     const auto context = context_executor(ex);
-    const auto* e = context.target<boost::asio::io_context::executor_type>();
+    const auto* e = context.target<io_executor>();
     return e && e->running_in_this_thread();
 }
 
@@ -126,6 +131,7 @@ bound_executor::handover bound_executor::get_for_handover(bool busy, const state
 bound_executor::entry bound_executor::enter() const noexcept {
     std::lock_guard lock(state_->mutex);
     if (!executor_ || state_->closing) return {};
+    if (runs_in_this_thread(executor_)) return {{}, executor_}; // (its shutdown cannot begin meanwhile)
     return {call_in_progress(*state_), executor_};
 }
 

@@ -108,7 +108,7 @@ public:
         void end() noexcept {
             if (!context_) return;
             std::lock_guard lock(context_->mutex);
-            if (--context_->calls == 0) context_->calls_done.notify_all();
+            if (--context_->calls == 0 && context_->closing) context_->calls_done.notify_all(); // (its waiter)
             context_ = nullptr;
         }
         state* context_ = nullptr;
@@ -168,9 +168,10 @@ public:
         boost::asio::any_io_executor executor, idle_work;
     };
     handover get_for_handover(bool busy, const state* here) noexcept;
-    // The executor to post to, with the call into its context that the post is: counted, so
-    // that a shutdown on another thread waits until the caller has posted and let go of the
-    // copy (declare it before what the post takes along). Neither once the shutdown has begun.
+    // The executor to post to, with the call into its context that the post is: counted
+    // (unless this thread runs that context), so that a shutdown on another thread waits
+    // until the caller has posted and let go of the copy (declare it before what the post
+    // takes along). Neither once the shutdown has begun.
     struct entry {
         call_in_progress call; // (first: it ends last)
         boost::asio::any_io_executor executor;

@@ -315,6 +315,7 @@ void id_impl::submit_destroy() {
         }
         if (data) data->wait_idle(); // a post racing close() is still writing to the queue pair
         self->destroy();
+        self->destroyed();
         // The data path (completion queue) goes after the queue pair, which went with the id.
         std::shared_ptr<channel_impl> channel;
         ibv_context* removed_device;
@@ -339,6 +340,31 @@ void id_impl::submit_destroy() {
             channel->remove_owner();
         });
     });
+}
+
+void id_impl::close_when_destroyed(void_handler h) {
+    close();
+    std::unique_lock lock(mutex_);
+    if (!destroyed_) {
+        close_waiters_.push_back(std::move(h));
+        return;
+    }
+    lock.unlock();
+    complete({std::move(h), {}, {}, {}}, how::post);
+}
+
+void id_impl::destroyed() noexcept {
+    std::vector<void_handler> waiters;
+    bound_executor::handover to; // (first: the call into the id's context ends after they went)
+    {
+        std::lock_guard lock(mutex_);
+        destroyed_ = true;
+        if (close_waiters_.empty()) return;
+        waiters.swap(close_waiters_);
+        // A hand-over from this thread, which runs no context: a call into the id's, posted.
+        to = executor_.get_for_handover(busy_, nullptr);
+    }
+    for (auto& h : waiters) complete(to.executor, {std::move(h), {}, {}, {}}, how::post);
 }
 
 void id_impl::destroy() noexcept {
@@ -515,6 +541,8 @@ void id_impl::context_gone() noexcept {
         if (executor_.get()) return; // it moved to a live context meanwhile: they run there
         for (std::size_t k = 0; k < op_kind_count; ++k)
             if (auto h = handlers_.take(static_cast<op_kind>(k)); h.index() != 0) gone.push_back(std::move(h));
+        for (auto& h : close_waiters_) gone.emplace_back(std::move(h));
+        close_waiters_.clear();
         if (migration_) {
             for (auto& d : migration_->deferred) gone.push_back(std::move(d.handler));
             migration_->deferred.clear();
@@ -560,6 +588,12 @@ boost::asio::any_io_executor executor(const id_impl& id) noexcept { return id.ge
 rdma_cm_id* native(const id_impl& id) noexcept { return id.closed() ? nullptr : id.native(); }
 void cancel(id_impl& id) noexcept { id.cancel(); }
 void close(id_impl& id) noexcept { id.close(); }
+void close_when_destroyed(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex, void_handler h) {
+    if (id)
+        id->close_when_destroyed(std::move(h));
+    else
+        id_impl::refuse(ex, std::move(h), {}); // nothing to close
+}
 void start(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex, op_kind kind, any_handler h,
            const op_call& call) {
     if (id)

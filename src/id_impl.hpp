@@ -82,6 +82,8 @@ public:
     // cancel(), and the id is destroyed on the destroyer thread (a connection request never
     // accepted is rejected first). Idempotent.
     void close() noexcept;
+    // close(), then `h` once the id is destroyed (posted on the id's executor).
+    void close_when_destroyed(void_handler h);
     bool closed() const noexcept;
 
     // Moves the id to `target` (its handlers to `target_ex`): src/migrate.cpp. Completes
@@ -224,6 +226,7 @@ private:
     // held instead (finish_migration replays what was held, not from the reader).
     void deliver(const cm_event& ev, bool from_reader);
     void submit_destroy();
+    void destroyed() noexcept; // on the destroyer thread: async_close's handlers complete
     // Marks the id moving to `target` (lock held; released when refused, after completing
     // `handler`). False when refused.
     bool begin_migration(std::unique_lock<std::mutex>& lock, const std::shared_ptr<channel_impl>& target,
@@ -322,7 +325,9 @@ private:
     std::atomic<bool> in_migrate_call_{false};
     bool migrate_waits_ = false; // for the calls in flight: the last one out moves it on
     bool destroy_submitted_ = false;
-    bool in_sync_call_ = false; // a blocking call of synchronous mode is being made
+    bool destroyed_ = false;                    // by the destroyer: async_close completes at once
+    std::vector<void_handler> close_waiters_{}; // async_close's, until destroyed_
+    bool in_sync_call_ = false;                 // a blocking call of synchronous mode is being made
     bool listening_ = false;
     bool busy_ = false;                // what executor_ was last told (update_busy)
     bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null

@@ -379,7 +379,7 @@ void id_impl::end_migration(error_code ec, how mode) {
         migration_->settled = true;
         target = migration_->target;
         handler.emplace(std::move(migration_->handler));
-        if (mode == how::post) old = executor_.enter(); // (none once its context's shutdown has begun)
+        if (mode == how::post) old = executor_.enter();
     }
     // The end is posted before anything is let go of: the target's owner, or the id (whose
     // destroy lets go of its channel, maybe the old context's last work) — as a move's step
@@ -417,7 +417,6 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     rdma_cm_id* id = id_;
     auto old_channel = channel_;
     bool kick_old = false;
-    auto old_executor = migration_->old_executor;
     auto target_executor = migration_->target_executor;
     in_migrate_call_ = true;
     lock.unlock();
@@ -447,7 +446,7 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     const bool look = target && !ec && !pending_request_;
     const std::uint64_t ticket = look ? target->moved_here() : 0;
     executor_type hop;
-    if (!ec && target_executor != old_executor) hop = std::move(target_executor);
+    if (!ec && target_executor != migration_->old_executor) hop = std::move(target_executor);
     hand_on next{.old = std::move(old),
                  .self = shared_from_this(),
                  .ec = ec,

@@ -103,6 +103,11 @@ BOOST_FIXTURE_TEST_CASE(closed_and_moved_from_objects, channel_fixture) {
         auto [ec2, ev] = co_await a.async_next_event(asio::as_tuple(use_awaitable));
         BOOST_TEST(ec2 == make_error_code(errc::not_open));
         BOOST_TEST(ev.empty());
+        // Closing what is closed, or nothing: completes, as a socket's close does.
+        auto [closed_again] = co_await id.async_close(asio::as_tuple(use_awaitable));
+        BOOST_TEST(!closed_again, closed_again.message());
+        auto [closed_nothing] = co_await a.async_close(asio::as_tuple(use_awaitable));
+        BOOST_TEST(!closed_nothing, closed_nothing.message());
 
         // An id on a closed or moved-from channel: refused, not a crash.
         event_channel closed(ctx), moved(ctx);
@@ -114,6 +119,32 @@ BOOST_FIXTURE_TEST_CASE(closed_and_moved_from_objects, channel_fixture) {
         BOOST_CHECK_EXCEPTION(cm_id{moved}, boost::system::system_error, refused); // NOLINT(bugprone-use-after-move)
         BOOST_CHECK_EXCEPTION(listener{closed}, boost::system::system_error, refused);
     }());
+}
+
+// A server restarting on its port: close() returns before librdmacm has destroyed the
+// listener (on the library's destroyer thread), so a bind made at once could find the port
+// still taken (EADDRINUSE: this loop with close() had its first rebind refused in each of
+// three runs, rxe and siw). async_close completes once the id is destroyed: the port is
+// free then, each time.
+BOOST_FIXTURE_TEST_CASE(a_listener_s_port_is_free_once_async_close_completes, channel_fixture) {
+    std::optional<listener> l(make_listener(*channel));
+    const auto port = l->local_endpoint().port();
+    constexpr int rounds = 50;
+    int rebound = 0;
+    run(ctx, [&]() -> awaitable<void> {
+        for (int i = 0; i < rounds; ++i) {
+            auto [ec] = co_await l->async_close(asio::as_tuple(use_awaitable));
+            BOOST_TEST(!ec, ec.message());
+            l.emplace(*channel);
+            error_code bound;
+            l->bind(device_endpoint(port), bound);
+            BOOST_TEST(!bound, "round " << i << ": " << bound.message());
+            if (bound) co_return;
+            l->listen();
+            ++rebound;
+        }
+    }());
+    BOOST_TEST(rebound == rounds);
 }
 
 // A queue pair needs an id bound to a device (resolved, bound to a device's address, or a

@@ -50,7 +50,8 @@ private:
 /// its bases (detail::typed_id and below) and are listed with its own.
 ///
 /// Thread safety: distinct objects safe; shared objects unsafe, except `cancel()` and
-/// `close()` from any thread. Closing the listener rejects the requests not yet taken.
+/// `close()` from any thread. Closing the listener rejects the requests not yet taken; its
+/// port is free for a new bind once `async_close` completes (`close()` returns before).
 ///
 /// `Executor`: constructible from `any_io_executor` (see `basic_event_channel`).
 template <typename Executor = boost::asio::any_io_executor>

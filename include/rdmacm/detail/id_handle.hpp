@@ -79,6 +79,15 @@ protected:
             });
     }
 
+    // Closes the id; the handler completes once it is destroyed (see async_close).
+    template <typename Token>
+    auto start_close(Token&& token) {
+        return async_start<void(error_code)>(current_executor(impl_, executor_), std::forward<Token>(token),
+                                             [ex = executor_, impl = impl_](auto handler) {
+                                                 id_ops::close_when_destroyed(impl, ex, std::move(handler));
+                                             });
+    }
+
     // Moves the id to the channel `target`, its handlers then on `ex` (see async_migrate).
     template <typename Token>
     auto start_migrate(const std::shared_ptr<channel_impl>& target, const executor_type& ex, Token&& token) {

@@ -32,6 +32,8 @@ boost::asio::any_io_executor executor(const id_impl& id) noexcept;
 rdma_cm_id* native(const id_impl& id) noexcept;
 void cancel(id_impl& id) noexcept;
 void close(id_impl& id) noexcept;
+// Closes `id`; `h` completes once it is destroyed (with no id, at once on `ex`).
+void close_when_destroyed(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex, void_handler h);
 
 // Starts an operation of `kind` on `id` (`call`: the librdmacm call that starts it, none
 // for waits); with no id, `h` completes with errc::not_open on `ex`.

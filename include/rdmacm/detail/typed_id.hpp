@@ -37,6 +37,23 @@ public:
                                                                 op_call{});
     }
 
+    /// Closes the id, as `close()` does, and completes once librdmacm has destroyed it (on
+    /// the library's destroyer thread, after `close()` has returned): a listener's port is
+    /// free for a new bind then, and a connection's queue pair is gone. What a server that
+    /// restarts on its port waits for.
+    ///
+    /// @par Completion Signature
+    /// `void(error_code)`. Errors: none (an id closed already completes once it is
+    /// destroyed; a moved-from one at once). Executor: the handler's, by default
+    /// `get_executor()`; its work is tracked until then, so `run()` waits for the destroy.
+    /// @par Per-Operation Cancellation
+    /// None: a destroy cannot be undone; a cancellation request is ignored.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_close(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->start_close(std::forward<Token>(token));
+    }
+
     /// Moves the id, live, to `target` (`rdma_migrate_id`): from then on its events come
     /// through `target` and its handlers run on `ex` (default: the target's executor) —
     /// between io_contexts, or between strands of one. Works in any state (resolving,
