@@ -318,7 +318,9 @@ BOOST_AUTO_TEST_CASE(destroying_a_context_waits_for_a_hand_over_into_it) {
             co_await p.client->async_connect(conn_params{}, asio::use_awaitable);
         },
         count);
-    BOOST_REQUIRE(run_both(f.ctx, *b, [&] { return ready == 2; }));
+    // (30 s: a siw connect under TSan beside a CPU hog took over 10 s.)
+    BOOST_REQUIRE(run_both(
+        f.ctx, *b, [&] { return ready == 2; }, 30s));
 
     p.client->async_next_event([](error_code, cm_event) {}); // the peer's DISCONNECTED completes it
     faults::gate held("ibv_modify_qp", p.client_qp->native_handle());
@@ -1637,13 +1639,16 @@ BOOST_AUTO_TEST_CASE(the_second_of_two_moves_into_a_channel_ends_after_the_event
 // A user's executor may call back into the library from execute(): here it closes the id
 // inside the first post made on `side`'s context thread once a move of an established
 // connection (with its queue pair) started, and waits out the destroy. The move completes,
-// the id is destroyed once, nothing is held.
+// the id is destroyed once, nothing is held. False when the hook never fired: the post was
+// made from another thread (a pass of the old context let go of its reader first, seen
+// once in 27 runs under TSan on siw), so the interleaving was not the one wanted.
 namespace {
 enum class side { old_context, new_context };
-void close_inside_a_post_of_a_move(side hooked) {
+bool close_inside_a_post_of_a_move(side hooked) {
     // What the hook and the handlers use outlives the threads that may run them.
     std::atomic<cm_id*> moving{nullptr};
     std::atomic<bool> closed_in_hand_over{false}, destroys_waited_out{false};
+    bool hit = false;
     std::promise<error_code> moved;
     context_threads t(3); // 0: the server, 1: the client's old context, 2: its new one
     noting_executor hooked_ex(t[hooked == side::old_context ? 1 : 2].get_executor(), [&, new_thread = t.thread(2)] {
@@ -1674,14 +1679,29 @@ void close_inside_a_post_of_a_move(side hooked) {
         p.client->async_migrate(b, [&](error_code ec) { moved.set_value(ec); });
         auto done = moved.get_future();
         BOOST_REQUIRE_MESSAGE(done.wait_for(20s) == std::future_status::ready, "the move never completed");
-        BOOST_REQUIRE_MESSAGE(closed_in_hand_over.load(), "the move's end posted nothing to the hooked executor");
+        // Claimed here if the hook has not fired: it never will (the id goes with this scope).
+        hit = closed_in_hand_over.exchange(true);
         const error_code ec = done.get();
         BOOST_TEST(!ec, "closed before the move was made: " << ec.message());
-        BOOST_TEST(destroys_waited_out.load(), "the id's destroy did not run while its move ended");
-        BOOST_TEST(faults::calls("rdma_destroy_id", raw) == 1);
+        if (hit) {
+            BOOST_TEST(destroys_waited_out.load(), "the id's destroy did not run while its move ended");
+            BOOST_TEST(faults::calls("rdma_destroy_id", raw) == 1);
+        }
         p.server->close();
     }
     t.stop();
+    return hit;
+}
+
+// The interleaving made, at most three tries, each miss said.
+void close_inside_a_post_of_a_move_until_hooked(side hooked) {
+    for (int attempt = 1; attempt <= 3; ++attempt) {
+        if (close_inside_a_post_of_a_move(hooked)) return;
+        BOOST_TEST_MESSAGE("attempt " << attempt
+                                      << ": the move's end posted nothing to the hooked executor "
+                                         "from the new context's thread; again");
+    }
+    BOOST_ERROR("the move's end never posted to the hooked executor from the new context's thread");
 }
 } // namespace
 
@@ -1757,13 +1777,15 @@ BOOST_AUTO_TEST_CASE(attaching_a_queue_pair_never_holds_the_id_s_lock_into_an_ex
 // old context's state mutex (a lock-order inversion with the id's and the queue pair's
 // mutexes, 458c6cd).
 BOOST_AUTO_TEST_CASE(a_close_while_a_move_hands_over_its_queue_pair) {
-    close_inside_a_post_of_a_move(side::old_context);
+    close_inside_a_post_of_a_move_until_hooked(side::old_context);
 }
 
 // The end of the move starts the queue pair's completion reader on the new context: its
 // first read, posted to the new executor, closes the id. Made under the queue pair's lock,
 // that post deadlocked the thread on it (the close takes it too).
-BOOST_AUTO_TEST_CASE(a_close_inside_the_new_reader_s_first_post) { close_inside_a_post_of_a_move(side::new_context); }
+BOOST_AUTO_TEST_CASE(a_close_inside_the_new_reader_s_first_post) {
+    close_inside_a_post_of_a_move_until_hooked(side::new_context);
+}
 
 // A rebalance moves its connections together (one pass of migrate calls, one step on the
 // old shard and one hop for all): one of them with a librdmacm call in flight (its queue
