@@ -82,6 +82,12 @@ bool runs_in_this_thread(const boost::asio::any_io_executor& ex) {
     return e && e->running_in_this_thread();
 }
 
+bool same_context(const boost::asio::any_io_executor& a, const boost::asio::any_io_executor& b) noexcept {
+    return a && b &&
+           &boost::asio::query(a, boost::asio::execution::context) ==
+               &boost::asio::query(b, boost::asio::execution::context);
+}
+
 void context_bound::state::work_started(const boost::asio::any_io_executor& ex) {
     ++busy;
     // The first busy member's executor, unless that one cannot track work (a user's that
@@ -130,9 +136,16 @@ bound_executor::handover bound_executor::get_for_handover(bool busy, const state
 
 bound_executor::entry bound_executor::enter() const noexcept {
     std::lock_guard lock(state_->mutex);
-    if (!executor_ || state_->closing) return {};
+    if (!executor_) return {};
+    if (state_->closing) return {call_in_progress(*state_), {}};
     if (runs_in_this_thread(executor_)) return {{}, executor_}; // (its shutdown cannot begin meanwhile)
     return {call_in_progress(*state_), executor_};
+}
+
+void bound_executor::recheck(entry& e) const noexcept {
+    if (!e.call) return; // none, or this thread runs the context: it cannot have begun to shut down
+    std::lock_guard lock(state_->mutex);
+    if (state_->closing) e.executor = {};
 }
 
 boost::asio::any_io_executor bound_executor::switch_work(bool busy) noexcept {
@@ -149,9 +162,7 @@ boost::asio::any_io_executor bound_executor::set(const boost::asio::any_io_execu
         // Within one context (two channels of one io_context, a strand of it): no
         // registration or work changes.
         std::lock_guard lock(state_->mutex);
-        if (state_->alive && executor_ && ex &&
-            &boost::asio::query(executor_, boost::asio::execution::context) ==
-                &boost::asio::query(ex, boost::asio::execution::context)) {
+        if (state_->alive && same_context(executor_, ex)) {
             executor_ = ex;
             return executor_;
         }

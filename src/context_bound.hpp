@@ -24,6 +24,9 @@ boost::asio::any_io_executor context_executor(const boost::asio::any_io_executor
 // user's executor of another kind). Destroying that context meanwhile is the user's error:
 // a thread is in its run().
 bool runs_in_this_thread(const boost::asio::any_io_executor& ex);
+// Whether `a` and `b` run on one execution context (asked of the executors only: either
+// context may be gone). False when either is empty.
+bool same_context(const boost::asio::any_io_executor& a, const boost::asio::any_io_executor& b) noexcept;
 
 // An object holding handlers whose context may shut down first (an id, a queue pair): told
 // so after the shutdown, it lets go of them, as Asio's services destroy the operations of
@@ -171,12 +174,18 @@ public:
     // The executor to post to, with the call into its context that the post is: counted
     // (unless this thread runs that context), so that a shutdown on another thread waits
     // until the caller has posted and let go of the copy (declare it before what the post
-    // takes along). Neither once the shutdown has begun.
+    // takes along). Once the shutdown has begun, no executor (nothing runs there any more)
+    // but a call all the same, as get_for_handover's: what the caller holds for that
+    // context goes before the context may be freed (the fourth review's R2). Neither once
+    // the shutdown is done.
     struct entry {
         call_in_progress call; // (first: it ends last)
         boost::asio::any_io_executor executor;
     };
     entry enter() const noexcept;
+    // An entry held across a wait (a move's kernel call): its executor is let go of if the
+    // context's shutdown began meanwhile (the shutdown waits for the call it keeps).
+    void recheck(entry& e) const noexcept;
 
     void context_shutdown() noexcept override { executor_ = {}; }
     std::shared_ptr<context_user> user() const noexcept override { return user_.lock(); }

@@ -360,9 +360,13 @@ void id_impl::destroyed() noexcept {
         std::lock_guard lock(mutex_);
         destroyed_ = true;
         if (close_waiters_.empty()) return;
-        waiters.swap(close_waiters_);
         // A hand-over from this thread, which runs no context: a call into the id's, posted.
         to = executor_.get_for_handover(busy_, nullptr);
+        // Neither: that context has shut down, and its context_gone, still to come, lets go
+        // of them before the context may be freed (the fourth review's R5); or a move's end
+        // binds the id to a live context, and runs them there. Gone already: here.
+        if (!to.executor && !to.call && !left_context_) return;
+        waiters.swap(close_waiters_);
     }
     for (auto& h : waiters) complete(to.executor, {std::move(h), {}, {}, {}}, how::post);
 }
@@ -412,7 +416,7 @@ void id_impl::destroy() noexcept {
 
 void id_impl::on_event(const cm_event& ev) { deliver(ev, true); }
 
-void id_impl::deliver(const cm_event& ev, bool from_reader) {
+bool id_impl::deliver(const cm_event& ev, bool from_reader, bool post) {
     // At most one completion per event; the rare events that end other operations too
     // (DEVICE_REMOVAL, a connection gone while connecting) fill (and allocate) `failed`.
     // The id's executor as it is when the event is taken (first: its hand-over ends after
@@ -425,9 +429,9 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
         std::lock_guard lock(mutex_);
         if (from_reader && migration_) {
             migration_->held.push_back(ev); // delivered on the new executor, in order
-            return;
+            return false;
         }
-        if (machine_.closed()) return; // its destruction is under way
+        if (machine_.closed()) return false; // its destruction is under way
         auto d = machine_.on_event(ev.type());
         if (d.connection_lost) broken = data_path_;
         if (ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL) removed_device_ = id_->verbs;
@@ -454,9 +458,13 @@ void id_impl::deliver(const cm_event& ev, bool from_reader) {
         to = executor_.get_for_handover(busy_ = busy_now(), channel_impl::reading_context());
     }
     if (broken) broken->connection_lost(); // before the event's handler runs
-    // The others first, posted: a handler run inline that throws cannot lose them.
+    // The others first, posted: a handler run inline that throws cannot lose them. The
+    // event's own follows them, posted too (run inline, it would come first).
+    const how mode = post || !failed.empty() ? how::post : inline_unless_counted(to);
+    const bool posts = !failed.empty() || (done.handler.index() != 0 && mode == how::post);
     for (auto& c : failed) complete(to.executor, std::move(c), how::post);
-    if (done.handler.index() != 0) complete(to.executor, std::move(done), inline_unless_counted(to));
+    if (done.handler.index() != 0) complete(to.executor, std::move(done), mode);
+    return posts;
 }
 
 void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_id* new_id, const cm_event& ev) {
@@ -539,6 +547,7 @@ void id_impl::context_gone() noexcept {
     {
         std::lock_guard lock(mutex_);
         if (executor_.get()) return; // it moved to a live context meanwhile: they run there
+        left_context_ = true;
         for (std::size_t k = 0; k < op_kind_count; ++k)
             if (auto h = handlers_.take(static_cast<op_kind>(k)); h.index() != 0) gone.push_back(std::move(h));
         for (auto& h : close_waiters_) gone.emplace_back(std::move(h));

@@ -131,8 +131,9 @@ public:
         virtual ~data_path() = default;
         // A migration begins: completions are held from now on.
         virtual void begin_move() = 0;
-        // Posts `then` to `old_ex` after every completion already handed to it.
-        virtual void after_handed(const executor_type& old_ex, std::function<void()> then) = 0;
+        // Runs `then` once every completion already handed to the old executor is queued
+        // there (`then` posts after them): on the poller's strand, or here.
+        virtual void after_handed(std::function<void()> then) = 0;
         // The migration ended (on `ex`): completions go to `ex` from now, held ones first.
         virtual void end_move(const executor_type& ex) = 0;
         // Outstanding operations complete with operation_aborted; no verbs call on the
@@ -223,8 +224,10 @@ private:
     void release_if_idle(std::unique_lock<std::mutex>& lock);
     // Completes the operation `ev` ends (dispatched: inline when the reader runs where its
     // handler does), or queues it for next_event. `from_reader`: an event of a moving id is
-    // held instead (finish_migration replays what was held, not from the reader).
-    void deliver(const cm_event& ev, bool from_reader);
+    // held instead (finish_migration replays what was held, not from the reader). `post`:
+    // completions are posted (one posted before them would run after them otherwise).
+    // Returns whether it posted a completion.
+    bool deliver(const cm_event& ev, bool from_reader, bool post = false);
     void submit_destroy();
     void destroyed() noexcept; // on the destroyer thread: async_close's handlers complete
     // Marks the id moving to `target` (lock held; released when refused, after completing
@@ -256,6 +259,11 @@ private:
 
     // Completes `handler` (the migrate handler) at the end.
     void finish_migration(error_code ec, void_handler& handler);
+    // A move's end, which owns the move until it has run (src/migrate.cpp).
+    struct move_end;
+    // The move's end was let go of without having run (its context shut down): so is the
+    // move, and what it held for the id (events, deferred operations) goes with it.
+    void abandon_migration() noexcept;
     // The move's end waits for a read elsewhere: the id holds its executor's work (waited).
     void hold_while_moving();
     // Completes a handler (or a batch) taken from the id: the id's work is let go of only
@@ -310,6 +318,10 @@ private:
         // its executor — the old one until its end) until the move ends. Every other step of
         // a move is a post, which holds work of its own.
         bool waited = false;
+        // The target executor runs on the id's context (or both are gone): once that context
+        // shuts down, the move's end has nowhere to run (the fourth review's R1). Asked of
+        // the executors at the start, while the user's context lives.
+        bool ends_on_old_context = false;
         std::vector<cm_event> held{};
         std::list<deferred_start> deferred{}; // (a list: Boost 1.81 any_completion_handler move assignment recurses)
     };
@@ -325,7 +337,10 @@ private:
     std::atomic<bool> in_migrate_call_{false};
     bool migrate_waits_ = false; // for the calls in flight: the last one out moves it on
     bool destroy_submitted_ = false;
-    bool destroyed_ = false;                    // by the destroyer: async_close completes at once
+    bool destroyed_ = false; // by the destroyer: async_close completes at once
+    // Its context's shutdown took its handlers (context_gone), or a move bound it to one
+    // shut down: no context_gone is to come for what it holds now.
+    bool left_context_ = false;
     std::vector<void_handler> close_waiters_{}; // async_close's, until destroyed_
     bool in_sync_call_ = false;                 // a blocking call of synchronous mode is being made
     bool listening_ = false;

@@ -45,18 +45,46 @@
 
 namespace rdmacm::detail {
 
+// A move's end: finish_migration, on the new executor (the old one if the call failed).
+// It owns the move until it has run: one let go of without having run — posted to a
+// context that shut down before running it, or with nowhere to run — lets go of the move
+// where it is destroyed (abandon_migration), so that no move stays half done with its
+// parts on a context that is gone.
+struct id_impl::move_end {
+    std::shared_ptr<id_impl> self;
+    error_code ec;
+    void_handler handler;
+    bool ran = false;
+
+    move_end(std::shared_ptr<id_impl> id, error_code e, void_handler h) noexcept
+        : self(std::move(id)), ec(e), handler(std::move(h)) {}
+    move_end(move_end&&) noexcept = default; // (the moved-from one has no id: it does nothing)
+    move_end& operator=(move_end&&) = delete;
+    ~move_end() {
+        if (self && !ran) self->abandon_migration();
+    }
+    void operator()() {
+        ran = true;
+        self->finish_migration(ec, handler);
+    }
+};
+
 // What a migrate call leaves to do once the routing lock is let go of: a move-only value,
 // not a std::function (whose copyable closure took two allocations per migration).
 struct id_impl::hand_on {
     // The old executor, to post the step to, and the call into its context that the post is
-    // (the user may destroy that context meanwhile: the third review's F2). None once its
-    // shutdown has begun: nothing runs there any more, and the step runs here.
+    // (the user may destroy that context meanwhile: the third review's F2), entered before
+    // the kernel call. No executor once that context's shutdown has begun (nothing runs
+    // there any more): the step runs here, going on to the target, or, when the end would
+    // run on that context too (a failed call, a target on it), lets go of the move here,
+    // while the call still holds the context.
     bound_executor::entry old{};
     std::shared_ptr<id_impl> self; // none: nothing to do (the migration was abandoned)
     error_code ec;
     how mode = how::post;
     bool called = false;      // the migrate call was made; else it was refused before: it just ends
     bool look = false;        // events may have moved with the id: the target reads them first
+    bool ends_on_old = false; // the target executor runs on the old context (migration::ends_on_old_context)
     std::uint64_t ticket = 0; // the target's moved_here() for the call
     bool kick_old = false;    // the event it took along is back on the old channel: read it
     std::shared_ptr<channel_impl> target{}, old_channel{};
@@ -67,52 +95,54 @@ struct id_impl::hand_on {
     // holds of the id (a connection_request, shard_pool's placement).
     void_handler handler{};
 
-    struct moving {
-        std::shared_ptr<id_impl> self;
-        void_handler handler;
-    };
     // The end of moves made together (run_together): one after the other, on their new executor.
     struct together {
-        std::vector<moving> group;
+        std::vector<move_end> group;
         void operator()() { finish_together(group, 0); }
     };
 
     void run() && {
         if (!self) return;
         if (!called) return self->end_migration(ec, mode);
+        auto* id = self.get();
+        // Where the end runs if the old context shuts down: nowhere when the id stays there
+        // (the call failed) or its target executor is on it.
+        const bool nowhere = ec || ends_on_old;
         // Handlers of the id already handed to the old executor run before the id moves on
         // (one hop when old and new executor are the same, e.g. two channels of one context).
-        auto then = [self = std::move(self), ec = ec, hop = std::move(hop), handler = std::move(handler),
-                     look_at = look ? target : nullptr, ticket = ticket]() mutable {
-            auto* id = self.get(); // (its executor is the old one until its end)
+        auto then = [end = move_end(std::move(self), ec, std::move(handler)), hop = std::move(hop),
+                     hop_on_old = ends_on_old, look_at = look ? target : nullptr, ticket = ticket, id]() mutable {
             end_after_look(
-                look_at, ticket, std::move(hop), [id](auto&) { id->hold_while_moving(); },
-                [id] { return id->enter_executor(); },
-                [self = std::move(self), ec, handler = std::move(handler)]() mutable {
-                    self->finish_migration(ec, handler);
-                });
+                look_at, ticket, std::move(hop), hop_on_old, [](move_end& e) { e.self->hold_while_moving(); },
+                [id] { return id->enter_executor(); }, std::move(end));
         };
         after_call(
             facts(),
             [&] {
-                if (!old.executor)
-                    then();
-                else if (data) // after its completions too (through a copyable function: shared)
-                    data->after_handed(old.executor,
-                                       [then = std::make_shared<decltype(then)>(std::move(then))] { (*then)(); });
-                else
-                    boost::asio::post(old.executor, std::move(then));
+                if (!data) return step(old, nowhere, then);
+                // After its completions (through a copyable function: shared), from the
+                // poller's strand: a call into the old context of its own.
+                data->after_handed(
+                    [keep = id->shared_from_this(), nowhere, then = std::make_shared<decltype(then)>(std::move(then))] {
+                        auto entry = keep->enter_executor();
+                        auto mine = std::move(*then); // (let go of here, while the entry holds the context)
+                        step(entry, nowhere, mine);
+                    });
             },
             [&] { release_channels(); });
     }
 
     // The ids of a migrate_together, their calls made: those moved from one executor to one
     // other, without a queue pair, take one step on the old executor and one hop together,
-    // and end one after the other there; any other goes on alone.
+    // and end one after the other there; any other goes on alone, after the group's step
+    // is posted and its calls into the old context ended (the fourth review's R4: each
+    // goes on alone, which may run a user's executor).
     static void run_together(std::vector<hand_on>& moved) {
-        std::vector<moving> group;
+        std::vector<move_end> group;
         std::vector<hand_on> joined; // their channels and calls, let go of once the step is posted
+        std::vector<hand_on*> alone;
         executor_type old_executor, hop;
+        bool hop_on_old = false; // (one old executor and one hop: one answer)
         std::shared_ptr<channel_impl> look_at;
         std::uint64_t ticket = 0; // the latest: its read covers the others
         for (auto& h : moved) {
@@ -120,32 +150,52 @@ struct id_impl::hand_on {
             const bool joins = h.self && h.called && !h.ec && !h.data && h.old.executor &&
                                (group.empty() || (h.old.executor == old_executor && h.hop == hop));
             if (!joins) {
-                std::move(h).run();
+                alone.push_back(&h);
                 continue;
             }
-            if (group.empty()) old_executor = h.old.executor, hop = h.hop;
+            if (group.empty()) old_executor = h.old.executor, hop = h.hop, hop_on_old = h.ends_on_old;
             if (h.look) look_at = h.target, ticket = std::max(ticket, h.ticket); // (one target: migrate_together's)
-            group.push_back({std::move(h.self), std::move(h.handler)});
+            group.emplace_back(std::move(h.self), error_code(), std::move(h.handler));
             joined.push_back(std::move(h));
         }
-        if (group.empty()) return;
-        auto then = [group = std::move(group), hop = std::move(hop), look_at = std::move(look_at), ticket]() mutable {
+        if (!group.empty()) {
             auto* first = group.front().self.get(); // (its executor is the old one until its end)
-            end_after_look(
-                look_at, ticket, std::move(hop),
-                [](together& end) {
-                    for (auto& g : end.group) g.self->hold_while_moving();
-                },
-                [first] { return first->enter_executor(); }, together{std::move(group)});
-        };
-        after_call(
-            {.look = true}, [&] { boost::asio::post(old_executor, std::move(then)); },
-            [&] {
-                for (auto& h : joined) h.release_channels();
-            });
+            auto then = [group = std::move(group), hop = std::move(hop), hop_on_old, look_at = std::move(look_at),
+                         ticket, first]() mutable {
+                end_after_look(
+                    look_at, ticket, std::move(hop), hop_on_old,
+                    [](together& end) {
+                        for (auto& g : end.group) g.self->hold_while_moving();
+                    },
+                    [first] { return first->enter_executor(); }, together{std::move(group)});
+            };
+            after_call(
+                {.look = true}, [&] { boost::asio::post(old_executor, std::move(then)); },
+                [&] {
+                    for (auto& h : joined) h.release_channels();
+                });
+            joined.clear();
+        }
+        for (auto* h : alone) {
+            hand_on mine = std::move(*h); // (its call ends with it)
+            std::move(mine).run();
+        }
     }
 
 private:
+    // Posts the step to the old executor; with none (its shutdown has begun, or is done),
+    // runs it here, or, when the end has `nowhere` to run, lets go of it here (and with it
+    // the move), while `old` holds the context.
+    template <typename Then>
+    static void step(bound_executor::entry& old, bool nowhere, Then& then) {
+        if (old.executor)
+            boost::asio::post(old.executor, std::move(then));
+        else if (!nowhere)
+            then();
+        else [[maybe_unused]]
+            Then gone = std::move(then); // (destroyed here, `old` still held)
+    }
+
     // What the course says once the call is made, in its order: post_old_step, release_channels.
     template <typename PostStep, typename Release>
     static void after_call(move_facts facts, PostStep post_step, Release release) {
@@ -165,32 +215,43 @@ private:
     // reader is idle, and read on its strand if anything waits there or the reader is busy —
     // and the end follows: what moved along is held by the id and delivered before its
     // deferred operations (channel_impl::try_look_for_move). Moves made at once (a
-    // rebalance) look about once.
+    // rebalance) look about once. `hop_on_old`: the new executor runs on the old context.
     template <typename Hold, typename Old, typename End>
     static void end_after_look(const std::shared_ptr<channel_impl>& look_at, std::uint64_t ticket, executor_type hop,
-                               Hold hold, Old old, End end) {
+                               bool hop_on_old, Hold hold, Old old, End end) {
         // (One action at each of these places: asserted below.)
         if (move_course(move_place::old_step, {.look = !!look_at}).list[0] == move_action::go_to_end)
-            return go_to_end(std::move(hop), std::move(end), old);
-        if (look_at->try_look_for_move(ticket)) return go_to_end(std::move(hop), std::move(end), old); // read_done
+            return go_to_end(std::move(hop), std::move(end));
+        if (look_at->try_look_for_move(ticket)) return go_to_end(std::move(hop), std::move(end)); // read_done
         // The reader is busy, or an event waits: the read on its strand (where handlers run
         // inline, never here), then the end. Without a hop the end comes
         // back to the old executor, which no post of the move holds meanwhile (the old
         // context may have no other work: F4's class): the ids hold it until their end.
         if (!hop) hold(end);
-        look_at->read_for_move_then(ticket, [hop = std::move(hop), old, end = std::move(end)]() mutable {
-            go_to_end(std::move(hop), std::move(end), old, false); // read_done
+        look_at->read_for_move_then(ticket, [hop = std::move(hop), hop_on_old, old, end = std::move(end)]() mutable {
+            end_after_read(std::move(hop), hop_on_old, std::move(end), old); // read_done
         });
     }
-    // Posts the end to `hop`, else runs it here (on the old executor) or posts it to old().
-    template <typename End, typename Old>
-    static void go_to_end(executor_type hop, End end, Old old, bool here = true) {
+    // On the old executor: posts the end to `hop`, else runs it here.
+    template <typename End>
+    static void go_to_end(executor_type hop, End end) {
         if (hop)
             boost::asio::post(hop, std::move(end));
-        else if (here)
+        else
             end();
-        else if (auto ex = old(); ex.executor) // (none: its context shut down, and took the move's parts along)
-            boost::asio::post(ex.executor, std::move(end));
+    }
+    // On the target reader's strand: posts the end to `hop` on another context; one to the
+    // old context (its executor, or `hop` on it) is a call into it (`old()`), and with none
+    // (that context shuts down) the end has nowhere to run: it lets go of the move here,
+    // while the entry holds the context.
+    template <typename End, typename Old>
+    static void end_after_read(executor_type hop, bool hop_on_old, End end, Old old) {
+        if (hop && !hop_on_old)
+            boost::asio::post(hop, std::move(end));
+        else if (auto ex = old(); ex.executor)
+            boost::asio::post(hop ? hop : ex.executor, std::move(end));
+        else [[maybe_unused]]
+            End gone = std::move(end);
     }
     static_assert(move_course(move_place::old_step, {.look = true}).size == 1 &&
                   move_course(move_place::old_step, {.look = false}).size == 1 &&
@@ -221,7 +282,7 @@ private:
     static void finish_together(Group& group, std::size_t first) {
         for (std::size_t i = first; i < group.size(); ++i) {
             try {
-                group[i].self->finish_migration({}, group[i].handler);
+                group[i]();
             } catch (...) {
                 // (On the new executor, set by its end; none if its context has shut down.)
                 if (auto here = group[i].self->get_executor(); here && i + 1 < group.size())
@@ -323,10 +384,12 @@ bool id_impl::begin_migration(std::unique_lock<std::mutex>& lock, const std::sha
         return false;
     }
     auto current = executor_.get();
+    const auto& target_executor = target ? target_ex : current;
     migration_.reset(new migration{.target = target,
-                                   .target_executor = target ? target_ex : current,
+                                   .target_executor = target_executor,
                                    .old_executor = current,
-                                   .handler = std::move(handler)});
+                                   .handler = std::move(handler),
+                                   .ends_on_old_context = current ? same_context(current, target_executor) : !target});
     if (data_path_) data_path_->begin_move();
     return true;
 }
@@ -368,9 +431,9 @@ void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
 }
 
 void id_impl::end_migration(error_code ec, how mode) {
-    bound_executor::entry old; // posted to: the old executor (none: here)
+    bound_executor::entry old; // the id's executor, and the call into its context a post there is
     std::shared_ptr<channel_impl> target;
-    std::optional<void_handler> handler; // (emplaced: 1.81's move assignment recurses)
+    std::optional<move_end> end; // (emplaced: 1.81's move assignment recurses)
     {
         std::unique_lock lock(mutex_);
         // By close(), which ends it; or ended already (close() abandoned it while the old
@@ -378,22 +441,32 @@ void id_impl::end_migration(error_code ec, how mode) {
         if (!migration_ || migration_->settled) return;
         migration_->settled = true;
         target = migration_->target;
-        handler.emplace(std::move(migration_->handler));
-        if (mode == how::post) old = executor_.enter();
+        end.emplace(shared_from_this(), ec, std::move(migration_->handler));
+        old = executor_.enter();
     }
-    // The end is posted before anything is let go of: the target's owner, or the id (whose
+    // Here on the reader's strand (dispatch) when this thread runs the id's context too;
+    // else posted there, before anything is let go of: the target's owner, or the id (whose
     // destroy lets go of its channel, maybe the old context's last work) — as a move's step
-    // is (review F4).
-    if (old.executor)
-        boost::asio::post(old.executor, [self = shared_from_this(), ec, handler = std::move(*handler)]() mutable {
-            self->finish_migration(ec, handler);
-        });
+    // is (review F4). Neither when that context shuts down: the end, with nowhere to run,
+    // lets go of the move as it goes, here, while `old` holds the context.
+    const bool here = mode == how::dispatch && old.executor && !old.call;
+    if (old.executor && !here) boost::asio::post(old.executor, std::move(*end));
     if (target) target->remove_owner(); // taken at the start, not needed now
     {
         std::unique_lock lock(mutex_);
         release_if_idle(lock); // closed: the id goes now, whenever the end runs
     }
-    if (!old.executor) finish_migration(ec, *handler); // on the reader's strand, or nothing runs where it would
+    if (here) (*end)();
+}
+
+void id_impl::abandon_migration() noexcept {
+    std::unique_ptr<migration> gone; // (held events, deferred operations: let go of out of the lock)
+    std::unique_lock lock(mutex_);
+    if (!migration_ || !migration_->settled) return; // (its end's, which alone ends a settled move)
+    gone = std::move(migration_);
+    migrate_waits_ = false;
+    update_busy();
+    release_if_idle(lock); // close() came while the id moved
 }
 
 id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
@@ -413,6 +486,19 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     if (ec) {
         lock.unlock();
         return {.self = shared_from_this(), .ec = ec, .mode = mode};
+    }
+    // The call into the old context the move's step is, entered before the kernel call: the
+    // context's shutdown waits for it (a short non-blocking call), so the step finds the
+    // context alive after it, or shutting down and waiting (recheck). Neither: it has shut
+    // down. Its context_gone, still to come, abandons the move (a move not settled): its
+    // handler goes in the shutdown, before the context may be freed. Or the id had left
+    // its context before the move began (the user moves an id of a context gone): a move
+    // away goes on, one with nowhere else to end ends here.
+    auto old = executor_.enter();
+    if (!old.executor && !old.call && (!left_context_ || migration_->ends_on_old_context)) {
+        lock.unlock();
+        if (!left_context_) return {};
+        return {.self = shared_from_this(), .ec = boost::asio::error::operation_aborted, .mode = mode};
     }
     rdma_cm_id* id = id_;
     auto old_channel = channel_;
@@ -438,7 +524,7 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     lock.lock();
     in_migrate_call_ = false;
     migration_->settled = true;
-    auto old = executor_.enter();
+    executor_.recheck(old);
     if (!ec) {
         channel_ = target; // with the owner taken at the start
         synchronous_ = !target;
@@ -452,6 +538,7 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
                  .ec = ec,
                  .called = true,
                  .look = look,
+                 .ends_on_old = migration_->ends_on_old_context,
                  .ticket = ticket,
                  .kick_old = kick_old,
                  .target = std::move(target),
@@ -471,15 +558,27 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
 void id_impl::finish_migration(error_code ec, void_handler& handler) {
     std::unique_lock lock(mutex_);
     const auto ex = ec ? executor_.get() : executor_.set(migration_->target_executor);
+    // Bound to a context that has shut down, the id has no context_gone to come; to a live
+    // one, async_close's handlers kept meanwhile (destroyed() found no context) run there.
+    std::vector<void_handler> closed;
+    if (!ec) {
+        left_context_ = !ex;
+        if (ex && destroyed_) closed.swap(close_waiters_);
+    }
     migrate_waits_ = false;           // (abandoned while calls were in flight)
     std::shared_ptr<data_path> ended; // whose end_move ran
+    // A completion posted (a hand-over counted as a call into the id's context, as from a
+    // thread not known to run it: a user's executor type): what follows is posted too, the
+    // migrate handler included — run inline, it would come before (the fourth review's R3).
+    bool posted = false;
     for (;;) {
         if (!migration_->held.empty()) { // events, in order, as the reader would have delivered them
             auto held = std::exchange(migration_->held, {});
             lock.unlock();
             std::size_t i = 0;
             try {
-                for (; i < held.size(); ++i) deliver(held[i], false);
+                for (; i < held.size(); ++i)
+                    if (deliver(held[i], false, posted)) posted = true;
             } catch (...) {
                 // A handler run inline threw (out of run(), as Asio's do): the rest, and the
                 // end of the move, go on from a post — the id is not left moving for good.
@@ -488,11 +587,9 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
                                         std::make_move_iterator(held.begin() + static_cast<std::ptrdiff_t>(i) + 1),
                                         std::make_move_iterator(held.end()));
                 lock.unlock();
-                if (ex)
-                    boost::asio::post(
-                        ex, [self = shared_from_this(), ec, h = std::make_shared<void_handler>(std::move(handler))] {
-                            self->finish_migration(ec, *h);
-                        });
+                // (No executor: its context shut down; the end, with nowhere to run, lets go of the move.)
+                move_end rest(shared_from_this(), ec, std::move(handler));
+                if (ex) boost::asio::post(ex, std::move(rest));
                 throw;
             }
             lock.lock();
@@ -517,10 +614,12 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
     const bool waited = migration_->waited;
     migration_.reset();
     release_if_idle(lock); // close() came while the id moved
+    const how mode = posted ? how::post : how::dispatch;
+    for (auto& h : closed) complete(ex, {std::move(h), {}, {}, {}}, how::post);
     if (waited)
-        complete({std::move(handler), ec, {}, {}}, how::dispatch);
+        complete({std::move(handler), ec, {}, {}}, mode);
     else
-        complete(ex, {std::move(handler), ec, {}, {}}, how::dispatch);
+        complete(ex, {std::move(handler), ec, {}, {}}, mode);
 }
 
 } // namespace rdmacm::detail

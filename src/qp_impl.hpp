@@ -75,7 +75,7 @@ public:
 
     // id_impl::data_path
     void begin_move() override;
-    void after_handed(const executor_type& old_ex, std::function<void()> then) override;
+    void after_handed(std::function<void()> then) override;
     void end_move(const executor_type& ex) override;
     void close() noexcept override;
     void wait_idle() noexcept override;

@@ -27,11 +27,6 @@ constexpr auto flush_grace = std::chrono::milliseconds(100);
 // How long a polling reader polls before the context's other handlers get their turn.
 constexpr auto spin_slice = std::chrono::microseconds(50);
 
-bool same_context(const qp_impl::executor_type& a, const qp_impl::executor_type& b) {
-    return &boost::asio::query(a, boost::asio::execution::context) ==
-           &boost::asio::query(b, boost::asio::execution::context);
-}
-
 } // namespace
 
 // The queue pair's seat at a reader on one execution context: passes run on the reader's
@@ -466,16 +461,15 @@ void qp_impl::begin_move() {
     moving_ = true;
 }
 
-void qp_impl::after_handed(const executor_type& old_ex, std::function<void()> then) {
+void qp_impl::after_handed(std::function<void()> then) {
     // The reader's strand runs after any poll in progress, which handed its completions
-    // to the old executor before this is posted there.
+    // to the old executor before `then` posts there.
     std::shared_ptr<poller> current;
     {
         std::lock_guard lock(mutex_);
         current = poller_;
     }
-    auto post_then = [old_ex, then]() mutable { boost::asio::post(old_ex, std::move(then)); };
-    if (!current || !current->run_on_reader(post_then)) post_then();
+    if (!current || !current->run_on_reader(then)) then();
 }
 
 bool qp_impl::polls_elsewhere(const executor_type& ex) const { // under mutex_

@@ -387,13 +387,43 @@ BOOST_AUTO_TEST_CASE(a_handler_may_destroy_the_context_its_hand_over_came_into) 
     a_thread.join();
 }
 
+namespace {
+// An id of context `b` moves to `to`, its rdma_migrate_id held at the gate (and failed
+// with EINVAL when `fail`) while another thread destroys `b`; released 300 ms later. Since
+// the fourth review, the move's call into `b` is entered before the kernel call: the
+// destroy waits for it, and the move decides, `b` shutting down, where it ends. False
+// when the call never came to the gate.
+template <typename Handler>
+bool move_while_its_context_is_destroyed(std::unique_ptr<asio::io_context>& b, cm_id& id, event_channel& to,
+                                         Handler handler, bool fail = false) {
+    faults::gate held("rdma_migrate_id", id.native_handle());
+    if (fail) faults::inject("rdma_migrate_id", EINVAL);
+    std::thread mover([&] { id.async_migrate(to, std::move(handler)); });
+    const bool entered = held.wait_entered(); // the call made on the mover's thread: b's reader idle
+    std::thread destroyer;
+    if (entered) destroyer = std::thread([&] { b.reset(); });
+    std::this_thread::sleep_for(300ms);
+    held.release();
+    mover.join();
+    if (destroyer.joinable()) destroyer.join();
+    faults::clear();
+    return entered;
+}
+
+// Sets `flag` when the last copy of it goes: a handler holding one was let go of.
+struct on_last_copy {
+    std::atomic<bool>* flag;
+    ~on_last_copy() { *flag = true; }
+};
+} // namespace
+
 // The third review's F2, its second case: the user destroys the context an id is leaving
 // while the move's rdma_migrate_id is being made (held at the gate). Once the call was made,
 // the move's step was posted to that context's executor — freed by then. The post is a call
-// into the context now, taken after rdma_migrate_id under the id's lock: none once the
-// context's shutdown has begun, and the move goes on from here to its target, where its
-// handler runs. (The plain build may survive the post into freed memory; the ASan build
-// fails on it.)
+// into the context now, entered before rdma_migrate_id under the id's lock, which the
+// context's shutdown waits for; once that shutdown has begun, the move goes on from here to
+// its target, where its handler runs. (The plain build may survive the post into freed
+// memory; the ASan build fails on it.)
 BOOST_AUTO_TEST_CASE(a_move_goes_on_when_the_context_it_leaves_is_destroyed_during_its_call) {
     asio::io_context target; // the move's target (run here)
     std::optional<event_channel> target_channel(std::in_place, target);
@@ -402,21 +432,9 @@ BOOST_AUTO_TEST_CASE(a_move_goes_on_when_the_context_it_leaves_is_destroyed_duri
     std::optional<cm_id> id(std::in_place, *channel);
     resolve_address(*b, *id);
     std::optional<error_code> moved;
-    faults::gate held("rdma_migrate_id", id->native_handle());
-    std::thread mover([&] { id->async_migrate(*target_channel, [&](error_code ec) { moved = ec; }); });
-    const bool entered = held.wait_entered(); // the call made on the mover's thread: b's reader idle
-    std::atomic<bool> destroyed{false};
-    std::thread destroyer;
-    if (entered)
-        destroyer = std::thread([&] {
-            b.reset();
-            destroyed = true;
-        });
-    std::this_thread::sleep_for(300ms);
-    held.release();
-    mover.join();
-    if (destroyer.joinable()) destroyer.join();
-    BOOST_REQUIRE_MESSAGE(entered, "the move never made its rdma_migrate_id");
+    BOOST_REQUIRE_MESSAGE(
+        move_while_its_context_is_destroyed(b, *id, *target_channel, [&](error_code ec) { moved = ec; }),
+        "the move never made its rdma_migrate_id");
     BOOST_REQUIRE(run_until(
         target, [&] { return moved.has_value(); }, 10s));
     BOOST_TEST(!*moved, moved->message());
@@ -427,6 +445,50 @@ BOOST_AUTO_TEST_CASE(a_move_goes_on_when_the_context_it_leaves_is_destroyed_duri
     BOOST_TEST(!*routed, routed->message());
     id.reset();
     channel.reset();
+}
+
+namespace {
+// A move whose end would run on the context destroyed during its call has nowhere to run:
+// its handler, bound to that context (work tracked there: a coroutine's is so), is let go
+// of, never run, while the shutdown still waits for the move's call. `fail`: the call
+// fails (the id stays), its target on another context; else it is made, to a channel of
+// that very context.
+void a_move_with_nowhere_to_end(bool fail) {
+    asio::io_context other;
+    std::optional<event_channel> other_channel(std::in_place, other);
+    auto b = std::make_unique<asio::io_context>(); // the id's, never run after its resolve
+    std::optional<event_channel> channel(std::in_place, *b), second(std::in_place, *b);
+    std::optional<cm_id> id(std::in_place, *channel);
+    resolve_address(*b, *id);
+    std::atomic<bool> ran{false}, let_go{false};
+    auto handler = asio::bind_executor(
+        b->get_executor(), [&ran, guard = std::make_shared<on_last_copy>(&let_go)](error_code) { ran = true; });
+    BOOST_REQUIRE_MESSAGE(
+        move_while_its_context_is_destroyed(b, *id, fail ? *other_channel : *second, std::move(handler), fail),
+        "the move never made its rdma_migrate_id");
+    BOOST_TEST(!ran);
+    BOOST_TEST(let_go, "the migrate handler is still held");
+    id.reset();
+    channel.reset();
+    second.reset();
+    other.run_for(100ms); // (nothing of the id's runs there)
+    BOOST_TEST(!ran);
+}
+} // namespace
+
+// The fourth review's R1: the target channel on the very context destroyed (two channels of
+// one io_context). Before: the end ran here once the context was freed, and bound the id to
+// it (use_service of a freed io_context): the ASan build failed on rxe and siw; the plain
+// build survived.
+BOOST_AUTO_TEST_CASE(a_move_to_a_channel_of_a_context_destroyed_during_its_call_lets_go_of_its_handler) {
+    a_move_with_nowhere_to_end(false);
+}
+
+// The fourth review's R2: the call fails, so the id stays on the context destroyed. Before:
+// its end ran here, and dropped the handler after the context was freed (its work guard
+// on it).
+BOOST_AUTO_TEST_CASE(a_failed_move_from_a_context_destroyed_during_its_call_lets_go_of_its_handler) {
+    a_move_with_nowhere_to_end(true);
 }
 
 // close() hands a work request's buffer back only once the device has let go of it: the
@@ -1588,7 +1650,11 @@ BOOST_AUTO_TEST_CASE(a_read_made_before_a_move_s_call_does_not_cover_it) {
 // or 2 s. Held events come first: the event's handler runs before the move's. (Before the
 // fix, C1's look took both moves' mark, its kick waited behind the busy reader, and C2's
 // move ended first.)
-BOOST_AUTO_TEST_CASE(the_second_of_two_moves_into_a_channel_ends_after_the_event_it_took_along) {
+namespace {
+// `wrapped`: C is given through an executor type the library cannot see through (a user's
+// own: noting_executor), so it cannot tell that C's thread runs C and counts the event's
+// hand-over as a call into C, posted.
+void second_of_two_moves_after_its_event(bool wrapped) {
     context_threads t(3); // 0: the server, 1: B's reader, 2: C, the moves' new executor
     asio::io_context ctx_a;
     {
@@ -1613,8 +1679,10 @@ BOOST_AUTO_TEST_CASE(the_second_of_two_moves_into_a_channel_ends_after_the_event
         std::promise<void> b_free;
         asio::post(t[1], [busy = b_free.get_future()] { busy.wait_for(2s); });
         std::promise<error_code> c1_moved, c2_moved;
-        c1.async_migrate(b, t[2].get_executor(), [&](error_code ec) { c1_moved.set_value(ec); });
-        c2.async_migrate(b, t[2].get_executor(), [&](error_code ec) {
+        const asio::any_io_executor c = wrapped ? asio::any_io_executor(noting_executor(t[2].get_executor(), [] {}))
+                                                : asio::any_io_executor(t[2].get_executor());
+        c1.async_migrate(b, c, [&](error_code ec) { c1_moved.set_value(ec); });
+        c2.async_migrate(b, c, [&](error_code ec) {
             note("move");
             b_free.set_value();
             c2_moved.set_value(ec);
@@ -1634,6 +1702,17 @@ BOOST_AUTO_TEST_CASE(the_second_of_two_moves_into_a_channel_ends_after_the_event
     ctx_a.run_for(10s);
     BOOST_TEST(ctx_a.stopped());
     t.stop();
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_second_of_two_moves_into_a_channel_ends_after_the_event_it_took_along) {
+    second_of_two_moves_after_its_event(false);
+}
+
+// The same, C given through a user's executor type (the fourth review's R3): the event's
+// hand-over was posted, the migrate handler then run inline — before it (before the fix).
+BOOST_AUTO_TEST_CASE(the_second_of_two_moves_ends_after_its_event_on_a_user_s_executor_type) {
+    second_of_two_moves_after_its_event(true);
 }
 
 // A user's executor may call back into the library from execute(): here it closes the id
