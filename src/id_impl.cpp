@@ -354,13 +354,21 @@ void id_impl::close_when_destroyed(void_handler h) {
 }
 
 void id_impl::destroyed() noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        destroyed_ = true;
+    }
+    hand_over_close_waiters();
+}
+
+void id_impl::hand_over_close_waiters() noexcept {
     std::vector<void_handler> waiters;
     bound_executor::handover to; // (first: the call into the id's context ends after they went)
     {
         std::lock_guard lock(mutex_);
-        destroyed_ = true;
         if (close_waiters_.empty()) return;
-        // A hand-over from this thread, which runs no context: a call into the id's, posted.
+        // A hand-over from this thread (the destroyer's, or a move's end): a call into the
+        // id's context, posted.
         to = executor_.get_for_handover(busy_, nullptr);
         // Neither: that context has shut down, and its context_gone, still to come, lets go
         // of them before the context may be freed (the fourth review's R5); or a move's end

@@ -230,6 +230,9 @@ private:
     bool deliver(const cm_event& ev, bool from_reader, bool post = false);
     void submit_destroy();
     void destroyed() noexcept; // on the destroyer thread: async_close's handlers complete
+    // async_close's handlers, once the id is destroyed (posted), or left for the context's
+    // shutdown to let go of.
+    void hand_over_close_waiters() noexcept;
     // Marks the id moving to `target` (lock held; released when refused, after completing
     // `handler`). False when refused.
     bool begin_migration(std::unique_lock<std::mutex>& lock, const std::shared_ptr<channel_impl>& target,

@@ -560,10 +560,10 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
     const auto ex = ec ? executor_.get() : executor_.set(migration_->target_executor);
     // Bound to a context that has shut down, the id has no context_gone to come; to a live
     // one, async_close's handlers kept meanwhile (destroyed() found no context) run there.
-    std::vector<void_handler> closed;
+    bool closed = false;
     if (!ec) {
         left_context_ = !ex;
-        if (ex && destroyed_) closed.swap(close_waiters_);
+        closed = ex && destroyed_;
     }
     migrate_waits_ = false;           // (abandoned while calls were in flight)
     std::shared_ptr<data_path> ended; // whose end_move ran
@@ -615,7 +615,7 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
     migration_.reset();
     release_if_idle(lock); // close() came while the id moved
     const how mode = posted ? how::post : how::dispatch;
-    for (auto& h : closed) complete(ex, {std::move(h), {}, {}, {}}, how::post);
+    if (closed) hand_over_close_waiters();
     if (waited)
         complete({std::move(handler), ec, {}, {}}, mode);
     else
