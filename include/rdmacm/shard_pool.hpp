@@ -79,7 +79,9 @@ public:
     boost::asio::io_context& context(std::size_t i) { return detail::pool_ops::context(*impl_, i); }
     /// Connections on each shard now.
     std::vector<std::size_t> connection_counts() const { return detail::pool_ops::connection_counts(*impl_); }
-    /// Every connection's key, shard and load now, oldest first.
+    /// Every connection's key, shard and load now, oldest first: those being placed too
+    /// (listed on the shard they go to from the moment the placement picks it, movable
+    /// once the placement's handler, or `async_serve`'s function, has them).
     std::vector<connection_load> snapshot() const { return detail::pool_ops::snapshot(*impl_); }
     /// The shard whose thread calls this; empty on any other thread.
     std::optional<std::size_t> running_shard() const noexcept { return detail::pool_ops::running_shard(*impl_); }
@@ -151,7 +153,9 @@ public:
     ///
     /// @par Completion Signature
     /// `void(error_code)`. Errors: errc::not_open (the connection closed),
-    /// errc::no_such_shard, errc::operation_in_progress (already moving), errc::pool_stopped,
+    /// errc::no_such_shard, errc::operation_in_progress (already moving, or still being
+    /// placed: a connection is movable once the placement's handler, or `async_serve`'s
+    /// function, has it, and again once each move's handler has run), errc::pool_stopped,
     /// the migration's errors (the connection then stays where it was). Moving to the shard
     /// it is on succeeds at once. Executor: the handler's, by default shard `to`'s (shard
     /// 0's when `to` is out of range).
