@@ -71,27 +71,24 @@ boost::asio::any_io_executor context_executor(const boost::asio::any_io_executor
     return ex;
 }
 
-bool runs_in_this_thread(const boost::asio::any_io_executor& ex) {
-    using io_executor = boost::asio::io_context::executor_type;
-    // The usual two first, with no copy of the executor.
-    if (const auto* e = ex.target<io_executor>()) return e->running_in_this_thread();
-    if (const auto* s = ex.target<boost::asio::strand<io_executor>>())
-        return s->get_inner_executor().running_in_this_thread();
-    const auto context = context_executor(ex);
-    const auto* e = context.target<io_executor>();
-    return e && e->running_in_this_thread();
-}
-
 namespace {
-// The io_context of an executor of the usual two kinds (asked without the query, which costs
-// about fifty instructions through any_io_executor, once per move); null for any other.
-const boost::asio::io_context* known_context(const boost::asio::any_io_executor& ex) noexcept {
+// The io_context under an executor of the usual two kinds, an io_context's or a strand of
+// one, asked of its type with no copy of the executor (Asio's query through
+// any_io_executor costs about twice as much, and runs on every move); null for any other.
+boost::asio::io_context* known_context(const boost::asio::any_io_executor& ex) noexcept {
     using io_executor = boost::asio::io_context::executor_type;
     if (const auto* e = ex.target<io_executor>()) return &e->context();
     if (const auto* s = ex.target<boost::asio::strand<io_executor>>()) return &s->get_inner_executor().context();
     return nullptr;
 }
 } // namespace
+
+bool runs_in_this_thread(const boost::asio::any_io_executor& ex) {
+    if (auto* known = known_context(ex)) return known->get_executor().running_in_this_thread();
+    const auto context = context_executor(ex);
+    const auto* e = context.target<boost::asio::io_context::executor_type>();
+    return e && e->running_in_this_thread();
+}
 
 bool same_context(const boost::asio::any_io_executor& a, const boost::asio::any_io_executor& b) noexcept {
     if (!a || !b) return false;
