@@ -61,13 +61,17 @@ struct id_impl::move_end {
     move_end(move_end&&) noexcept = default; // (the moved-from one has no id: it does nothing)
     move_end& operator=(move_end&&) = delete;
     ~move_end() {
-        if (self && !ran) self->abandon_migration();
+        if (!self || ran) return;
+        for ([[maybe_unused]] auto action : move_course(move_place::dropped, {})) // (abandon: asserted below)
+            self->abandon_migration();
     }
     void operator()() {
         ran = true;
         self->finish_migration(ec, handler);
     }
 };
+static_assert(move_course(move_place::dropped, {}).size == 1 &&
+              move_course(move_place::dropped, {}).list[0] == move_action::abandon);
 
 // What a migrate call leaves to do once the routing lock is let go of: a move-only value,
 // not a std::function (whose copyable closure took two allocations per migration).
@@ -188,12 +192,11 @@ private:
     // the move), while `old` holds the context.
     template <typename Then>
     static void step(bound_executor::entry& old, bool nowhere, Then& then) {
-        if (old.executor)
-            boost::asio::post(old.executor, std::move(then));
-        else if (!nowhere)
-            then();
-        else [[maybe_unused]]
-            Then gone = std::move(then); // (destroyed here, `old` still held)
+        switch (move_old_way_for(!!old.executor, nowhere)) {
+        case move_old_way::post: boost::asio::post(old.executor, std::move(then)); break;
+        case move_old_way::run_here: then(); break;
+        case move_old_way::let_go: [[maybe_unused]] Then gone = std::move(then); break; // (`old` still held)
+        }
     }
 
     // What the course says once the call is made, in its order: post_old_step, release_channels.
@@ -246,12 +249,12 @@ private:
     // while the entry holds the context.
     template <typename End, typename Old>
     static void end_after_read(executor_type hop, bool hop_on_old, End end, Old old) {
-        if (hop && !hop_on_old)
-            boost::asio::post(hop, std::move(end));
-        else if (auto ex = old(); ex.executor)
+        if (hop && !hop_on_old) return boost::asio::post(hop, std::move(end));
+        auto ex = old();
+        if (move_old_way_for(!!ex.executor, true) == move_old_way::post)
             boost::asio::post(hop ? hop : ex.executor, std::move(end));
         else [[maybe_unused]]
-            End gone = std::move(end);
+            End gone = std::move(end); // (`ex` still held)
     }
     static_assert(move_course(move_place::old_step, {.look = true}).size == 1 &&
                   move_course(move_place::old_step, {.look = false}).size == 1 &&
@@ -487,17 +490,18 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
         lock.unlock();
         return {.self = shared_from_this(), .ec = ec, .mode = mode};
     }
-    // The call into the old context the move's step is, entered before the kernel call: the
-    // context's shutdown waits for it (a short non-blocking call), so the step finds the
-    // context alive after it, or shutting down and waiting (recheck). Neither: it has shut
-    // down. Its context_gone, still to come, abandons the move (a move not settled): its
-    // handler goes in the shutdown, before the context may be freed. Or the id had left
-    // its context before the move began (the user moves an id of a context gone): a move
-    // away goes on, one with nowhere else to end ends here.
+    // The call into the old context the move's step is, entered before the kernel call
+    // (move_course at `ready`): the context's shutdown waits for it (a short non-blocking
+    // call), so the step finds the context alive after it, or shutting down and waiting
+    // (recheck). Shut down already: move_entry_way.
+    static_assert(move_course(move_place::ready, {}).list[0] == move_action::enter_old &&
+                  move_course(move_place::ready, {}).list[1] == move_action::migrate_call);
     auto old = executor_.enter();
-    if (!old.executor && !old.call && (!left_context_ || migration_->ends_on_old_context)) {
+    switch (move_entry_way(!!old.executor, !!old.call, left_context_, migration_->ends_on_old_context)) {
+    case move_entry::make_call: break;
+    case move_entry::left: lock.unlock(); return {};
+    case move_entry::refused:
         lock.unlock();
-        if (!left_context_) return {};
         return {.self = shared_from_this(), .ec = boost::asio::error::operation_aborted, .mode = mode};
     }
     rdma_cm_id* id = id_;
