@@ -38,6 +38,18 @@ class channel_impl;
 class id_impl;
 struct serve_loop;
 
+// How a move's handler runs once it moved: posted (a user's), or called inside the
+// connection's strand on its new shard (the rebalance's count of its moves, which posts
+// the user's handler itself: a post per moved connection less).
+enum class moved_handler : std::uint8_t { posted, called };
+
+// A move ordered while the connection is placed or moved: made once that ends.
+struct queued_move {
+    std::size_t to;
+    pool_ops::void_handler handler;
+    moved_handler how;
+};
+
 // What the pool knows of a connection; shared with the connection object.
 struct pooled_state {
     std::uint64_t key = 0;
@@ -50,6 +62,10 @@ struct pooled_state {
     std::atomic<std::size_t> shard{0};
     std::atomic<double> load{0};
     bool moving = false; // under the pool's mutex
+    // One move waits behind the one under way (or the placement), under the pool's mutex:
+    // a user who moves a connection as soon as it is known (snapshot(), a rebalance) need
+    // not know whether its placement has ended. A second one is refused.
+    std::optional<queued_move> queued;
     // A placement's handler until its move ends, or until stop() completes it (under the
     // pool's mutex): the move's next step may wait on the request's context, which a stop
     // must not wait for (it may be the thread calling stop()) — fresh review F1.
@@ -109,20 +125,26 @@ private:
     // until then (shard i's executor, its work tracked; the system executor once stopping).
     executor_type holding_executor(std::size_t i) const;
     void accept_next(std::shared_ptr<serve_loop> loop);
-    // How a move's handler runs once it moved: posted (a user's), or called inside the
-    // connection's strand on its new shard (the rebalance's count of its moves, which posts
-    // the user's handler itself: a post per moved connection less).
-    enum class moved_handler : std::uint8_t { posted, called };
     // A move checked and the connection marked moving (under mutex_): the migration to make.
-    // None when refused: the refusal is on its way to the handler.
+    // None when refused (the refusal is on its way to the handler) or queued behind the
+    // move under way.
     struct ordered_move {
         std::shared_ptr<id_impl> id;
         void_handler handler; // the migrate handler
         std::shared_ptr<channel_impl> target;
         executor_type target_ex;
+        void start(); // the migration (no lock held)
     };
     std::optional<ordered_move> order_move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                                            void_handler handler, moved_handler how);
+    std::optional<ordered_move> order_move_locked(const std::shared_ptr<pooled_state>& state, std::size_t to,
+                                                  void_handler handler, moved_handler how);
+    // Under mutex_: the connection's placement or move has ended; the move waiting behind
+    // it is ordered into `next` (empty), to start once the lock is let go of — before the
+    // ended one's handler runs, which could throw past it.
+    void ended_move(const std::shared_ptr<pooled_state>& state, std::optional<ordered_move>& next);
+    // Under mutex_: the connection leaves the registry (remove(), a failed placement).
+    void forget(pooled_state& state) noexcept;
     // The migrate handler of a move: on success, the connection's strand follows to shard
     // `to` (on_strand_at), and `handler` completes there (how says how). `fallback` (shard
     // `to`'s) and `old_shard` hold work on the move's two shards until it is done.

@@ -150,6 +150,10 @@ std::shared_ptr<pooled_state> pool_impl::find(std::uint64_t key) const {
 
 void pool_impl::remove(pooled_state& state) noexcept {
     std::lock_guard lock(mutex_);
+    forget(state);
+}
+
+void pool_impl::forget(pooled_state& state) noexcept {
     if (connections_.erase(state.key) != 0) --shards_[state.shard].connections;
 }
 
@@ -191,18 +195,20 @@ void pool_impl::place(connection_request request, place_handler handler) {
                     auto self = weak.lock();
                     if (!self) return;                  // the pool is gone: nothing runs where the handler would
                     std::optional<place_handler> taken; // (emplaced: 1.81's move assignment recurses)
+                    std::optional<ordered_move> next;   // a move ordered meanwhile
                     executor_type strand;               // (made only for a connection that moved)
                     if (!migrated) strand = connection_strand(follow_executor(state->home));
                     {
                         std::lock_guard relock(self->mutex_);
                         if (state->placing) taken.emplace(std::move(*state->placing));
                         state->placing.reset();
-                        state->moving = false;
                         if (!migrated && taken) state->strand.emplace(strand);
+                        if (migrated) self->forget(*state); // (a move ordered meanwhile: not_open)
+                        self->ended_move(state, next);
                     }
-                    if (!taken) return; // stop() completed it; the request's id goes with `request`
+                    if (next) next->start(); // (before the handler: it may throw)
+                    if (!taken) return;      // stop() completed it; the request's id goes with `request`
                     if (migrated) {
-                        self->remove(*state);
                         dispatch_to_handler(std::move(*taken), ex, migrated, failed_connection(ex));
                         return;
                     }
@@ -288,13 +294,30 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
 }
 
 void pool_impl::move(const std::shared_ptr<pooled_state>& state, std::size_t to, void_handler handler) {
-    if (auto m = order_move(state, to, std::move(handler), moved_handler::posted))
-        m->id->migrate(m->target, m->target_ex, std::move(m->handler));
+    if (auto m = order_move(state, to, std::move(handler), moved_handler::posted)) m->start();
+}
+
+void pool_impl::ordered_move::start() { id->migrate(target, target_ex, std::move(handler)); }
+
+void pool_impl::ended_move(const std::shared_ptr<pooled_state>& state, std::optional<ordered_move>& next) {
+    state->moving = false;
+    if (!state->queued) return;
+    queued_move waiting(std::move(*state->queued)); // (made, not assigned: 1.81's assignment recurses)
+    state->queued.reset();
+    // Ordered in the same hold of the lock: no move ordered meanwhile overtakes it.
+    if (auto m = order_move_locked(state, waiting.to, std::move(waiting.handler), waiting.how))
+        next.emplace(std::move(*m));
 }
 
 std::optional<pool_impl::ordered_move> pool_impl::order_move(const std::shared_ptr<pooled_state>& state, std::size_t to,
                                                              void_handler handler, moved_handler how) {
-    std::unique_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
+    return order_move_locked(state, to, std::move(handler), how);
+}
+
+std::optional<pool_impl::ordered_move> pool_impl::order_move_locked(const std::shared_ptr<pooled_state>& state,
+                                                                    std::size_t to, void_handler handler,
+                                                                    moved_handler how) {
     auto fallback = holding_executor(to < shards_.size() ? to : 0);
     auto id = state ? state->id.lock() : nullptr;
     error_code ec;
@@ -304,7 +327,10 @@ std::optional<pool_impl::ordered_move> pool_impl::order_move(const std::shared_p
         ec = errc::not_open;
     else if (to >= shards_.size())
         ec = errc::no_such_shard;
-    else if (state->moving)
+    else if (state->moving && !state->queued) { // made when the one under way ends
+        state->queued.emplace(queued_move{to, std::move(handler), how});
+        return std::nullopt;
+    } else if (state->moving)
         ec = errc::operation_in_progress;
     if (ec || state->shard == to) {
         post_to_handler(shared_from_this(), fallback, std::move(handler), ec);
@@ -317,8 +343,6 @@ std::optional<pool_impl::ordered_move> pool_impl::order_move(const std::shared_p
     // on the new one): each step it posts, to either, finds it running, and stop() waits
     // for it (review F3: a failed move's count posted to a shard stop() had let go of).
     auto old_shard = holding_executor(state->shard);
-    lock.unlock();
-
     // (Built in place: Boost 1.81's any_completion_handler move assignment recurses.)
     return ordered_move{std::move(id), on_migrated(state, to, std::move(handler), fallback, std::move(old_shard), how),
                         std::move(target), std::move(target_ex)};
@@ -333,10 +357,12 @@ pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> sta
         auto self = weak.lock(); // weakly, as in place()
         if (!self) return;
         if (migrated) {
+            std::optional<ordered_move> next;
             {
                 std::lock_guard relock(self->mutex_);
-                state->moving = false;
+                self->ended_move(state, next);
             }
+            if (next) next->start();
             dispatch_to_handler(std::move(handler), fallback, migrated);
             return;
         }
@@ -350,15 +376,17 @@ pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> sta
         auto moved = [weak, state, to, handler = std::move(handler), fallback, how]() mutable {
             auto pool = weak.lock();
             if (!pool) return;
+            std::optional<ordered_move> next;
             {
                 std::lock_guard relock(pool->mutex_);
-                state->moving = false;
                 if (pool->connections_.contains(state->key)) {
                     --pool->shards_[state->shard].connections;
                     ++pool->shards_[to].connections;
                 }
                 state->shard = to;
+                pool->ended_move(state, next);
             }
+            if (next) next->start();
             if (how == moved_handler::called)
                 std::move(handler)(error_code());
             else // not inside the connection's strand: the user's handler holds up nothing
@@ -441,6 +469,7 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
 void pool_impl::stop(pool_stop_mode mode) {
     std::vector<std::shared_ptr<id_impl>> to_close;
     std::vector<place_handler> placing; // placements whose move has not ended: pool_stopped
+    std::vector<queued_move> queued;    // moves waiting behind one: pool_stopped
     {
         std::lock_guard lock(mutex_);
         if (!stopping_)
@@ -450,6 +479,8 @@ void pool_impl::stop(pool_stop_mode mode) {
         listeners_.clear();
         for (auto it = connections_.begin(); it != connections_.end();) {
             auto& state = *it->second;
+            if (state.queued) queued.push_back(std::move(*state.queued));
+            state.queued.reset();
             if (mode == pool_stop_mode::close || state.placing)
                 if (auto id = state.id.lock()) to_close.push_back(std::move(id));
             if (!state.placing) {
@@ -462,10 +493,11 @@ void pool_impl::stop(pool_stop_mode mode) {
             it = connections_.erase(it);
         }
     }
-    for (auto& h : placing) {
-        const executor_type ex = boost::asio::system_executor(); // (stopping: as holding_executor's)
+    const executor_type ex = boost::asio::system_executor(); // (stopping: as holding_executor's)
+    for (auto& h : placing)
         post_to_handler(shared_from_this(), ex, std::move(h), error_code(errc::pool_stopped), failed_connection(ex));
-    }
+    for (auto& m : queued)
+        post_to_handler(shared_from_this(), ex, std::move(m.handler), error_code(errc::pool_stopped));
     for (auto& id : to_close) id->close();
     {
         // The ids keep their channels alive; once the last has gone, the shard runs out of work.

@@ -1437,6 +1437,62 @@ struct placed_on_shard_0 {
 
 } // namespace
 
+// Issue 39: a move of a connection still being placed (a key from snapshot(), a rebalance
+// planned meanwhile) waits for the placement and is made then. The placement's
+// rdma_migrate_id held at its gate, two moves ordered meanwhile: the first waits, the
+// second is refused (one may wait); released, the placement ends on shard 0 and the
+// waiting move takes the connection to shard 1. Before: the first was refused too.
+BOOST_AUTO_TEST_CASE(a_move_of_a_connection_being_placed_is_made_once_the_placement_ends) {
+    std::promise<connection> placed; // (before the pool: its handlers may run as it goes)
+    std::promise<error_code> first, second;
+    shard_pool pool{2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 0; }};
+    asio::io_context accept_ctx, client_ctx;
+    event_channel accept_channel{accept_ctx}, client_channel{client_ctx};
+    listener l{accept_channel};
+    l.bind(device_endpoint());
+    l.listen();
+    cm_id client(client_channel);
+    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
+    std::optional<connection_request> request;
+    l.async_get_request([&](error_code ec, connection_request r) {
+        if (!ec) request.emplace(std::move(r));
+    });
+    BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
+
+    std::optional<std::jthread> placer; // (joined after the gate's end, whatever fails)
+    std::optional<faults::gate> held(std::in_place, "rdma_migrate_id", request->id.native_handle());
+    placer.emplace([&] { // (the call is made here, the listener's reader idle: held)
+        pool.async_place(std::move(*request), [&](error_code ec, connection c) {
+            if (ec)
+                placed.set_exception(std::make_exception_ptr(boost::system::system_error(ec)));
+            else
+                placed.set_value(std::move(c));
+        });
+    });
+    BOOST_REQUIRE(held->wait_entered());
+    const auto listed = pool.snapshot();
+    BOOST_REQUIRE_EQUAL(listed.size(), 1u);
+    pool.async_move(listed[0].key, 1, [&](error_code ec) { first.set_value(ec); });
+    pool.async_move(listed[0].key, 1, [&](error_code ec) { second.set_value(ec); });
+    auto refused = second.get_future();
+    BOOST_REQUIRE(refused.wait_for(10s) == std::future_status::ready);
+    BOOST_TEST((refused.get() == errc::operation_in_progress));
+    held.reset();
+    placer.reset();
+
+    auto placing = placed.get_future(); // (the placement ends by way of the listener's context)
+    BOOST_REQUIRE(run_until(
+        accept_ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
+    auto c = placing.get();
+    auto moved = first.get_future();
+    BOOST_REQUIRE(moved.wait_for(10s) == std::future_status::ready);
+    const auto ec = moved.get();
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(c.shard() == 1u);
+    BOOST_TEST(faults::calls("rdma_migrate_id", c.id().native_handle()) == 2); // placed, then moved
+    client.close();
+}
+
 // Review F3: stop() racing a rebalance whose move fails. The move's failure is counted on
 // the shard it was going to (its handler's fallback), which stop() had let run out of work
 // once the move gave its channel back: the count was posted to a stopped shard, the

@@ -80,8 +80,8 @@ public:
     /// Connections on each shard now.
     std::vector<std::size_t> connection_counts() const { return detail::pool_ops::connection_counts(*impl_); }
     /// Every connection's key, shard and load now, oldest first: those being placed too
-    /// (listed on the shard they go to from the moment the placement picks it, movable
-    /// once the placement's handler, or `async_serve`'s function, has them).
+    /// (listed on the shard they go to from the moment the placement picks it; a move of
+    /// one waits for its placement to end).
     std::vector<connection_load> snapshot() const { return detail::pool_ops::snapshot(*impl_); }
     /// The shard whose thread calls this; empty on any other thread.
     std::optional<std::size_t> running_shard() const noexcept { return detail::pool_ops::running_shard(*impl_); }
@@ -153,12 +153,15 @@ public:
     ///
     /// @par Completion Signature
     /// `void(error_code)`. Errors: errc::not_open (the connection closed),
-    /// errc::no_such_shard, errc::operation_in_progress (already moving, or still being
-    /// placed: a connection is movable once the placement's handler, or `async_serve`'s
-    /// function, has it, and again once each move's handler has run), errc::pool_stopped,
+    /// errc::no_such_shard, errc::operation_in_progress (a move of the connection waits
+    /// already), errc::pool_stopped (also for a move still waiting when the pool stops),
     /// the migration's errors (the connection then stays where it was). Moving to the shard
     /// it is on succeeds at once. Executor: the handler's, by default shard `to`'s (shard
     /// 0's when `to` is out of range).
+    /// @par Ordered while the connection is placed or moved
+    /// The move waits for that to end and is made then, before anything ordered later (one
+    /// move may wait so). A placement ends by way of the request's context (the listener's):
+    /// do not block the thread running it on such a move (a future's `get()`).
     /// @par Per-Operation Cancellation
     /// None: a cancellation request is ignored (as for cm_id::async_migrate: a move is
     /// short, and once `rdma_migrate_id` is made it cannot be undone).
