@@ -33,8 +33,7 @@ using namespace boost::asio::experimental::awaitable_operators;
 
 // [greet]
 asio::awaitable<void> greet(rdmacm::endpoint server, std::string name) {
-    rdmacm::event_channel channel(co_await asio::this_coro::executor);
-    rdmacm::cm_id id(channel);
+    rdmacm::cm_id id(co_await asio::this_coro::executor); // on its context's event channel
     // Resolve, route, a queue pair with 4 receives of 80 bytes posted, connect: one operation.
     auto [established, qp, inbox] = co_await rdmacm::async_connect(
         id, server, {}, {.max_send_wr = 4, .max_recv_wr = 4}, {.depth = 4, .message_size = 80}, asio::use_awaitable);
@@ -76,7 +75,7 @@ int main(int argc, char** argv) {
         asio::co_spawn(ctx, greet(server, name), [](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
         });
-        ctx.run(); // returns once greet() is done: its channel, the context's last work, is gone
+        ctx.run(); // returns once greet() is done: its id, and with it the context's channel, is gone
         return 0;
     } catch (const std::exception& e) {
         std::cerr << "client: " << e.what() << std::endl;

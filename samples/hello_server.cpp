@@ -19,7 +19,6 @@
 #include <array>
 #include <cstdio>
 #include <exception>
-#include <memory>
 #include <set>
 #include <span>
 #include <iostream>
@@ -65,8 +64,7 @@ int main(int argc, char** argv) {
     try {
         // [listen]
         asio::io_context ctx;
-        auto channel = std::make_unique<rdmacm::event_channel>(ctx); // the ids' events, read on ctx
-        rdmacm::listener listener(*channel);
+        rdmacm::listener listener(ctx); // on ctx's event channel, which its ids share
         listener.bind(
             {asio::ip::make_address(argv[1]), static_cast<unsigned short>(argc == 3 ? std::stoi(argv[2]) : 0)});
         listener.listen();
@@ -92,9 +90,8 @@ int main(int argc, char** argv) {
         signals.async_wait([&](boost::system::error_code, int) {
             listener.close();
             for (auto* id : live) id->close(); // their coroutines end
-            channel.reset();                   // its last id gone, the channel goes
         });
-        ctx.run(); // returns once every id and the channel are gone
+        ctx.run(); // returns once every id is gone: ctx's channel goes with the last
         // [listen]
         std::cout << "server: stopped cleanly" << std::endl;
         return 0;

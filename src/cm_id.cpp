@@ -1,5 +1,6 @@
 #include "rdmacm/cm_id.hpp"
 
+#include "context_channel.hpp"
 #include "id_impl.hpp"
 #include "rdmacm/detail/call_error.hpp"
 #include "rdmacm/listener.hpp"
@@ -46,6 +47,9 @@ void throw_if(const error_code& ec, const char* what) {
 
 cm_id_base::cm_id_base(const executor_type& ex, const std::shared_ptr<channel_impl>& channel, rdma_port_space ps)
     : id_handle(ex, id_impl::create(channel, ex, ps)) {}
+
+cm_id_base::cm_id_base(const executor_type& ex, rdma_port_space ps)
+    : id_handle(ex, id_impl::create(context_channel(ex).get(), ex, ps)) {}
 
 void cm_id_base::reject(std::span<const std::byte> private_data) {
     error_code ec;
@@ -128,6 +132,9 @@ cm_event cm_id_base::next_event(std::chrono::milliseconds timeout, error_code& e
 
 listener_base::listener_base(const executor_type& ex, const std::shared_ptr<channel_impl>& channel, rdma_port_space ps)
     : id_handle(ex, id_impl::create(channel, ex, ps)) {}
+
+listener_base::listener_base(const executor_type& ex, rdma_port_space ps)
+    : id_handle(ex, id_impl::create(context_channel(ex).get(), ex, ps)) {}
 
 void listener_base::bind(const endpoint& local) {
     error_code ec;

@@ -2,6 +2,7 @@
 
 #include "rdmacm/connection_request.hpp"
 #include "rdmacm/detail/call_error.hpp"
+#include "context_channel.hpp"
 #include "destroyer.hpp"
 #include "device_release.hpp"
 #include "dispatch_to_handler.hpp"
@@ -16,6 +17,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <new>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -625,6 +628,20 @@ void migrate(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_execu
         id->migrate(target, target_ex, std::move(h));
     else
         id_impl::refuse(ex, std::move(h), id ? errc::channel_closed : errc::not_open);
+}
+void migrate_to_context(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
+                        const boost::asio::any_io_executor& target_ex, void_handler h) {
+    if (!id) return id_impl::refuse(ex, std::move(h), errc::not_open);
+    if (!target_ex) return id_impl::refuse(ex, std::move(h), boost::asio::error::invalid_argument);
+    std::optional<owned_channel> target; // (held until the move took its own owner)
+    try {
+        target.emplace(context_channel(target_ex));
+    } catch (const boost::system::system_error& e) {
+        return id_impl::refuse(ex, std::move(h), e.code());
+    } catch (const std::bad_alloc&) {
+        return id_impl::refuse(ex, std::move(h), boost::asio::error::no_memory);
+    }
+    id->migrate(target->get(), target_ex, std::move(h));
 }
 void migrate_to_synchronous(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
                             void_handler h) {

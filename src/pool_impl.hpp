@@ -154,7 +154,7 @@ private:
     // An unopened connection on `ex`, which holds no work there (a refusal's executor may).
     static connection failed_connection(const executor_type& ex) {
         const executor_type on = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.untracked);
-        return {cm_id(on), {}, nullptr, on};
+        return {access::make<cm_id>(empty_id{}, on), {}, nullptr, on};
     }
 
     mutable std::mutex mutex_;

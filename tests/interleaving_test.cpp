@@ -52,20 +52,6 @@ void resolve_address(asio::io_context& ctx, cm_id& id) {
     BOOST_REQUIRE_MESSAGE(!*r, r->message());
 }
 
-// Runs both contexts (on this thread) until `done()`, at most `limit`.
-template <typename Predicate>
-bool run_both(asio::io_context& a, asio::io_context& b, Predicate done,
-              std::chrono::steady_clock::duration limit = 10s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-        a.poll();
-        b.run_one_for(5ms);
-    }
-    a.restart();
-    b.restart();
-    return done();
-}
-
 // `call`, made on thread S by `make`, is held at its gate while the id is closed on this
 // thread: the id must not be destroyed under it, and must be once the call has returned.
 template <typename Make>

@@ -75,8 +75,19 @@ public:
     basic_cm_id(const executor_type& ex, basic_event_channel<ChannelExecutor>& channel,
                 rdma_port_space ps = RDMA_PS_TCP)
         : base(boost::asio::any_io_executor(ex), detail::access::impl(channel), ps) {}
-    /// An empty (closed) id whose operations complete with errc::not_open.
-    explicit basic_cm_id(const executor_type& ex) noexcept : base(boost::asio::any_io_executor(ex)) {}
+    /// A new id on the event channel of the execution context `ctx` (made by the library
+    /// on first use, shared by the context's ids and listeners made without a channel,
+    /// gone with the last of them: one fd per context), its handlers on
+    /// `ctx.get_executor()`. Throws system_error ("rdma_create_event_channel",
+    /// "rdma_create_id") on failure.
+    template <typename ExecutionContext,
+              typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
+    explicit basic_cm_id(ExecutionContext& ctx, rdma_port_space ps = RDMA_PS_TCP)
+        : base(boost::asio::any_io_executor(ctx.get_executor()), ps) {}
+    /// The same on the channel of the execution context `ex` runs on, its handlers on `ex`
+    /// (a strand of it, say).
+    explicit basic_cm_id(const executor_type& ex, rdma_port_space ps = RDMA_PS_TCP)
+        : base(boost::asio::any_io_executor(ex), ps) {}
     basic_cm_id(basic_cm_id&&) noexcept = default;
     basic_cm_id& operator=(basic_cm_id&&) noexcept = default;
     /// Takes over an id of another executor type (e.g. a connection request's `cm_id` into
@@ -91,10 +102,14 @@ public:
     /// kernel's resolution (then errc::address_error, status -ETIMEDOUT).
     ///
     /// @par Completion Signature
-    /// `void(error_code)`. Errors: errc::address_error (the event's status is the kernel's
-    /// reason), errc::address_family_not_supported, the call's errno (system_category,
-    /// location "rdma_resolve_addr"), errc::not_open, errc::operation_in_progress,
-    /// operation_aborted. Executor: the handler's, by default `get_executor()`.
+    /// `void(error_code)`.
+    /// @par Errors
+    /// - errc::address_error: the event's status is the kernel's reason.
+    /// - errc::address_family_not_supported.
+    /// - The call's errno (system_category, location "rdma_resolve_addr").
+    /// - errc::not_open, errc::operation_in_progress, operation_aborted.
+    /// @par Executor
+    /// The handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).
@@ -115,9 +130,13 @@ public:
     /// Resolves the route to the resolved address (`rdma_resolve_route`).
     ///
     /// @par Completion Signature
-    /// `void(error_code)`. Errors: errc::route_error, the call's errno (location
-    /// "rdma_resolve_route"), and as for async_resolve_address. Executor: the handler's,
-    /// by default `get_executor()`.
+    /// `void(error_code)`.
+    /// @par Errors
+    /// - errc::route_error.
+    /// - The call's errno (location "rdma_resolve_route").
+    /// - As for async_resolve_address.
+    /// @par Executor
+    /// The handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).
@@ -134,14 +153,21 @@ public:
     /// first (iWARP requires one).
     ///
     /// @par Completion Signature
-    /// `void(error_code, cm_event)`. Errors: errc::rejected (the event keeps the reject
-    /// reason as `status()` and the peer's private data; compares equal to
-    /// connection_refused, as does iWARP's ECONNREFUSED from the call when nothing
-    /// listens), errc::unreachable, errc::connect_error, errc::disconnected (the connection
-    /// went before it was established: DISCONNECTED, or TIMEWAIT_EXIT alone),
-    /// errc::device_removed, errc::private_data_too_long, the call's errno, errc::not_open,
-    /// errc::operation_in_progress, errc::no_device (the address was never resolved),
-    /// operation_aborted. Executor: the handler's, by default `get_executor()`.
+    /// `void(error_code, cm_event)`.
+    /// @par Errors
+    /// - errc::rejected: the event keeps the reject reason as `status()` and the peer's
+    ///   private data; compares equal to connection_refused, as does iWARP's ECONNREFUSED
+    ///   from the call when nothing listens.
+    /// - errc::unreachable, errc::connect_error.
+    /// - errc::disconnected: the connection went before it was established (DISCONNECTED,
+    ///   or TIMEWAIT_EXIT alone).
+    /// - errc::device_removed.
+    /// - errc::private_data_too_long.
+    /// - The call's errno.
+    /// - errc::no_device: the address was never resolved.
+    /// - errc::not_open, errc::operation_in_progress, operation_aborted.
+    /// @par Executor
+    /// The handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).
@@ -158,8 +184,11 @@ public:
     /// the connection is ESTABLISHED. Create the queue pair first.
     ///
     /// @par Completion Signature
-    /// `void(error_code, cm_event)`; errors as for async_connect (location "rdma_accept").
-    /// Executor: the handler's, by default `get_executor()`.
+    /// `void(error_code, cm_event)`.
+    /// @par Errors
+    /// As for async_connect (location "rdma_accept").
+    /// @par Executor
+    /// The handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).
@@ -177,9 +206,13 @@ public:
     /// before it completes it too (the connection is gone).
     ///
     /// @par Completion Signature
-    /// `void(error_code)`. Errors: the call's errno (location "rdma_disconnect"),
-    /// errc::device_removed, errc::not_open, errc::operation_in_progress, operation_aborted.
-    /// Executor: the handler's, by default `get_executor()`.
+    /// `void(error_code)`.
+    /// @par Errors
+    /// - The call's errno (location "rdma_disconnect").
+    /// - errc::device_removed.
+    /// - errc::not_open, errc::operation_in_progress, operation_aborted.
+    /// @par Executor
+    /// The handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal: the operation ends with operation_aborted; the kernel's work cannot be
     /// recalled and goes on, its event dropped when it comes (see the class's description).
@@ -205,9 +238,13 @@ public:
     /// The blocking calls (`resolve_address`, `connect`, ...) are detail::cm_id_base's.
     ///
     /// @par Completion Signature
-    /// `void(error_code)`. Errors: errc::event_pending, the call's errno (location
-    /// "rdma_migrate_id"), and those of the other async_migrate. Executor: the handler's,
-    /// by default the id's (which stays).
+    /// `void(error_code)`.
+    /// @par Errors
+    /// - errc::event_pending.
+    /// - The call's errno (location "rdma_migrate_id").
+    /// - Those of the other async_migrate.
+    /// @par Executor
+    /// The handler's, by default the id's (which stays).
     /// @par Per-Operation Cancellation
     /// None: a cancellation request is ignored (as for the other async_migrate).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
@@ -224,6 +261,9 @@ private:
     friend struct detail::access;
     // Adopts an id the library made (a connection request's).
     explicit basic_cm_id(std::shared_ptr<detail::id_impl> impl) noexcept : base(std::move(impl)) {}
+    // An empty (closed) id on `ex`, whose operations complete with errc::not_open (a failed
+    // placement's connection).
+    basic_cm_id(detail::empty_id, const executor_type& ex) noexcept : base(boost::asio::any_io_executor(ex)) {}
 };
 
 /// The id on any executor (`any_io_executor`).

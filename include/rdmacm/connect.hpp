@@ -128,14 +128,17 @@ struct connect_op {
 ///
 /// @par Completion Signature
 /// `void(error_code, cm_event)` — the ESTABLISHED event, or the error of the step that
-/// failed (each step's errors as documented on cm_id); errc::private_data_too_long, before
-/// any step, when `options.params` carries more than 255 bytes of private data.
+/// failed.
+/// @par Errors
+/// - Each step's errors as documented on cm_id.
+/// - errc::private_data_too_long: before any step, when `options.params` carries more than
+///   255 bytes of private data.
 /// @par Executor
 /// `id`'s (or the handler's associated one).
+/// @par Lifetime
+/// `id` must outlive the operation; `options` is copied.
 /// @par Per-Operation Cancellation
 /// terminal, passed to the step in progress.
-///
-/// Lifetime: `id` must outlive the operation; `options` is copied.
 template <typename Executor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event))
                                  Token = boost::asio::default_completion_token_t<Executor>>
 auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const connect_options& options,
@@ -156,20 +159,22 @@ auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const conn
 ///
 /// @par Completion Signature
 /// `void(error_code, cm_event, basic_queue_pair<Executor>, basic_receive_pool<Executor>)` —
-/// the ESTABLISHED event (the peer's private data), the queue pair and the pool. On an
-/// error (the step that failed, as documented on cm_id; "ibv_create_cq",
-/// "rdma_create_qp", "ibv_reg_mr" for the data path; EINVAL "receive_pool" for a depth of
-/// 0 or beyond `qp_options.max_recv_wr`, or a message size of 0 or beyond 2^32 − 2; EINVAL
-/// "connect_options::qp" when `options.qp` asks for a raw queue pair as well;
-/// errc::private_data_too_long, before any step, for more than 255 bytes of private data) both are
-/// unopened, on the id's executor, and the id is as a failed `cm_id::async_connect` leaves
-/// it (with its queue pair, if one was made): close it.
+/// the ESTABLISHED event (the peer's private data), the queue pair and the pool.
+/// @par Errors
+/// On an error both are unopened, on the id's executor, and the id is as a failed
+/// `cm_id::async_connect` leaves it (with its queue pair, if one was made): close it.
+/// - The step that failed, as documented on cm_id.
+/// - "ibv_create_cq", "rdma_create_qp", "ibv_reg_mr" for the data path.
+/// - EINVAL "receive_pool": a depth of 0 or beyond `qp_options.max_recv_wr`, or a message
+///   size of 0 or beyond 2^32 − 2.
+/// - EINVAL "connect_options::qp": `options.qp` asks for a raw queue pair as well.
+/// - errc::private_data_too_long: before any step, for more than 255 bytes of private data.
 /// @par Executor
 /// `id`'s (or the handler's associated one); the queue pair's and the pool's follow the id.
+/// @par Lifetime
+/// `id` must outlive the operation; the options are copied.
 /// @par Per-Operation Cancellation
 /// terminal, passed to the step in progress.
-///
-/// Lifetime: `id` must outlive the operation; the options are copied.
 template <typename Executor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event, basic_queue_pair<Executor>,
                                                                   basic_receive_pool<Executor>))
                                  Token = boost::asio::default_completion_token_t<Executor>>

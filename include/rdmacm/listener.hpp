@@ -35,6 +35,7 @@ public:
 protected:
     // A new id on `channel`; throws system_error ("rdma_create_id").
     listener_base(const executor_type& ex, const std::shared_ptr<channel_impl>& channel, rdma_port_space ps);
+    listener_base(const executor_type& ex, rdma_port_space ps); // on the channel of ex's context
     ~listener_base() = default;
 
 private:
@@ -66,7 +67,19 @@ public:
         using other = basic_listener<Executor1>;
     };
 
-    /// Throws system_error ("rdma_create_id") on failure.
+    /// A listener on the event channel of the execution context `ctx` (the one
+    /// `cm_id(ctx)` uses: made on first use, gone with its last id), its handlers on
+    /// `ctx.get_executor()`. Throws system_error ("rdma_create_event_channel",
+    /// "rdma_create_id") on failure.
+    template <typename ExecutionContext,
+              typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
+    explicit basic_listener(ExecutionContext& ctx, rdma_port_space ps = RDMA_PS_TCP)
+        : base(boost::asio::any_io_executor(ctx.get_executor()), ps) {}
+    /// The same on the channel of the execution context `ex` runs on, its handlers on `ex`.
+    explicit basic_listener(const executor_type& ex, rdma_port_space ps = RDMA_PS_TCP)
+        : base(boost::asio::any_io_executor(ex), ps) {}
+    /// A listener on `channel`, its handlers on the channel's executor (or `ex`). Throws
+    /// system_error ("rdma_create_id") on failure.
     template <typename ChannelExecutor>
     explicit basic_listener(basic_event_channel<ChannelExecutor>& channel, rdma_port_space ps = RDMA_PS_TCP)
         : base(boost::asio::any_io_executor(channel.get_executor()), detail::access::impl(channel), ps) {}
@@ -87,9 +100,12 @@ public:
     /// id is not accepted yet: create its queue pair, then `async_accept` (or `reject`).
     ///
     /// @par Completion Signature
-    /// `void(error_code, connection_request)`. Errors: errc::not_open,
-    /// errc::operation_in_progress, operation_aborted. Executor: the handler's, by default
-    /// `get_executor()`; the request's id is on the listener's channel until moved.
+    /// `void(error_code, connection_request)`.
+    /// @par Errors
+    /// - errc::not_open, errc::operation_in_progress, operation_aborted.
+    /// @par Executor
+    /// The handler's, by default `get_executor()`; the request's id is on the listener's
+    /// channel until moved.
     /// @par Per-Operation Cancellation
     /// terminal, partial, total: the wait ends with operation_aborted; no request is lost
     /// (a later wait gets it).

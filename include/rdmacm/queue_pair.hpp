@@ -152,12 +152,16 @@ public:
     /// Sends one message gathered from `buffers`: a `const_registered_buffer` (see
     /// `rdmacm::buffer(mr, part)`) or a range of them.
     /// @par Completion Signature
-    /// `void(error_code, std::size_t)`: the work completion's status and the bytes sent;
-    /// refused before anything is posted: errc::too_many_buffers (more than the queue
-    /// pair's `max_send_sge`), errc::buffer_not_registered (a part not inside its region),
-    /// `std::errc::message_size` (more than 2^31 bytes), errc::not_open; the post's errno (e.g.
-    /// ENOMEM: more outstanding than `max_send_wr`). Executor: the handler's, by default
-    /// `get_executor()` (the id's, wherever it moves).
+    /// `void(error_code, std::size_t)`: the work completion's status and the bytes sent.
+    /// @par Errors
+    /// - Refused before anything is posted:
+    ///   - errc::too_many_buffers: more than the queue pair's `max_send_sge`.
+    ///   - errc::buffer_not_registered: a part not inside its region.
+    ///   - `std::errc::message_size`: more than 2^31 bytes.
+    ///   - errc::not_open.
+    /// - The post's errno (e.g. ENOMEM: more outstanding than `max_send_wr`).
+    /// @par Executor
+    /// The handler's, by default `get_executor()` (the id's, wherever it moves).
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
     template <registered_buffer_sequence<const_registered_buffer> ConstRegisteredBuffers,
@@ -182,10 +186,14 @@ public:
     /// Receives one message, scattered over `buffers` in order (a
     /// `mutable_registered_buffer` or a range of them); completes with its length.
     /// @par Completion Signature
-    /// `void(error_code, std::size_t)`, errors and executor as for async_send
-    /// (`max_recv_sge`, `max_recv_wr`); a message longer than the buffers fails the receive
-    /// and the queue pair, with the device's status: IBV_WC_LOC_LEN_ERR on siw,
-    /// IBV_WC_LOC_QP_OP_ERR on rxe (whose sender gets IBV_WC_REM_OP_ERR; docs/devices.md).
+    /// `void(error_code, std::size_t)`.
+    /// @par Errors
+    /// - As for async_send (`max_recv_sge`, `max_recv_wr`).
+    /// - A message longer than the buffers fails the receive and the queue pair, with the
+    ///   device's status: IBV_WC_LOC_LEN_ERR on siw, IBV_WC_LOC_QP_OP_ERR on rxe (whose
+    ///   sender gets IBV_WC_REM_OP_ERR; docs/devices.md).
+    /// @par Executor
+    /// As for async_send.
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
     template <registered_buffer_sequence<mutable_registered_buffer> MutableRegisteredBuffers,
@@ -209,8 +217,13 @@ public:
     }
     /// Writes what `buffers` hold, gathered in order, into the peer's `remote` buffer (RDMA write).
     /// @par Completion Signature
-    /// `void(error_code, std::size_t)`, errors and executor as for async_send, and
-    /// errc::remote_buffer_too_small; a bad rkey is the peer's IBV_WC_REM_ACCESS_ERR.
+    /// `void(error_code, std::size_t)`.
+    /// @par Errors
+    /// - As for async_send.
+    /// - errc::remote_buffer_too_small.
+    /// - A bad rkey is the peer's IBV_WC_REM_ACCESS_ERR.
+    /// @par Executor
+    /// As for async_send.
     /// @par Per-Operation Cancellation
     /// terminal (the queue pair goes to error; see the class's description).
     template <registered_buffer_sequence<const_registered_buffer> ConstRegisteredBuffers,

@@ -141,12 +141,16 @@ public:
     /// Takes the next message, in the order they arrived; waits for one if none is there.
     ///
     /// @par Completion Signature
-    /// `void(error_code, received_message)`. Errors: the work completion's status once
-    /// every message received before the queue pair broke was taken (e.g.
-    /// IBV_WC_WR_FLUSH_ERR: the connection is gone), then that one again for every later
-    /// call; errc::operation_in_progress (another receive of this pool waits);
-    /// errc::not_open; operation_aborted. Executor: the handler's, by default
-    /// `get_executor()` (the queue pair's: the id's, wherever it moves).
+    /// `void(error_code, received_message)`.
+    /// @par Errors
+    /// - The work completion's status once every message received before the queue pair
+    ///   broke was taken (e.g. IBV_WC_WR_FLUSH_ERR: the connection is gone), then that one
+    ///   again for every later call.
+    /// - errc::operation_in_progress: another receive of this pool waits.
+    /// - errc::not_open, operation_aborted.
+    /// @par Executor
+    /// The handler's, by default `get_executor()` (the queue pair's: the id's, wherever it
+    /// moves).
     /// @par Per-Operation Cancellation
     /// terminal, partial, total: the operation ends with operation_aborted and nothing is
     /// lost (a message that arrives later waits for the next call) — also when the

@@ -91,9 +91,15 @@ public:
     /// connection, still to be accepted (or rejected) by its new owner.
     ///
     /// @par Completion Signature
-    /// `void(error_code, connection)`. Errors: errc::pool_stopped, errc::no_such_shard (from
-    /// the placement), errc::not_open, the migration's errors; the request is then rejected.
-    /// Executor: the handler's, by default the chosen shard's.
+    /// `void(error_code, connection)`.
+    /// @par Errors
+    /// On any of these the request is rejected:
+    /// - errc::pool_stopped.
+    /// - errc::no_such_shard: from the placement.
+    /// - errc::not_open.
+    /// - The migration's errors.
+    /// @par Executor
+    /// The handler's, by default the chosen shard's.
     /// @par Per-Operation Cancellation
     /// None: a cancellation request is ignored (the move is short, and half a placement
     /// would leave the request nowhere).
@@ -116,13 +122,17 @@ public:
     /// that cannot be placed are rejected.
     ///
     /// @par Completion Signature
-    /// `void(error_code)`: the error that ended accepting (operation_aborted when the
-    /// listener was closed or the pool stopped), errc::not_open (`l` closed, or moved from,
-    /// already; or closed between two requests).
-    /// Executor: the handler's, by default the listener's; so is the default token (a
-    /// listener made with `as_default_on` gives its own). The operation refers to the
-    /// listening id, not to `l`: the object may be moved meanwhile (or go, which closes the
-    /// id and ends the operation).
+    /// `void(error_code)`.
+    /// @par Errors
+    /// - The error that ended accepting: operation_aborted when the listener was closed or
+    ///   the pool stopped.
+    /// - errc::not_open: `l` closed, or moved from, already; or closed between two requests.
+    /// @par Executor
+    /// The handler's, by default the listener's; so is the default token (a listener made
+    /// with `as_default_on` gives its own).
+    /// @par Lifetime
+    /// The operation refers to the listening id, not to `l`: the object may be moved
+    /// meanwhile (or go, which closes the id and ends the operation).
     /// @par Per-Operation Cancellation
     /// None through the slot: close the listener (or stop the pool) to end it; requests not
     /// yet accepted are then rejected. Connections already served go on.
@@ -152,19 +162,22 @@ public:
     /// while the connection carries traffic.
     ///
     /// @par Completion Signature
-    /// `void(error_code)`. Errors: errc::not_open (the connection closed),
-    /// errc::no_such_shard, errc::operation_in_progress (a move of the connection waits
-    /// already), errc::pool_stopped (also for a move still waiting when the pool stops),
-    /// the migration's errors (the connection then stays where it was). Moving to the shard
-    /// it is on succeeds at once. Executor: the handler's, by default shard `to`'s (shard
-    /// 0's when `to` is out of range).
+    /// `void(error_code)`. Moving to the shard it is on succeeds at once.
+    /// @par Errors
+    /// - errc::not_open: the connection closed.
+    /// - errc::no_such_shard.
+    /// - errc::operation_in_progress: a move of the connection waits already.
+    /// - errc::pool_stopped: also for a move still waiting when the pool stops.
+    /// - The migration's errors: the connection then stays where it was.
+    /// @par Executor
+    /// The handler's, by default shard `to`'s (shard 0's when `to` is out of range).
+    /// @par Per-Operation Cancellation
+    /// None: a cancellation request is ignored (as for cm_id::async_migrate: a move is
+    /// short, and once `rdma_migrate_id` is made it cannot be undone).
     /// @par Ordered while the connection is placed or moved
     /// The move waits for that to end and is made then, before anything ordered later (one
     /// move may wait so). A placement ends by way of the request's context (the listener's):
     /// do not block the thread running it on such a move (a future's `get()`).
-    /// @par Per-Operation Cancellation
-    /// None: a cancellation request is ignored (as for cm_id::async_migrate: a move is
-    /// short, and once `rdma_migrate_id` is made it cannot be undone).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_move(const connection& c, std::size_t to,
@@ -194,9 +207,12 @@ public:
     ///
     /// @par Completion Signature
     /// `void(error_code, rebalance_report)`: the counts before and after, the moves made and
-    /// those that failed (a connection that closed meanwhile). Errors: errc::pool_stopped,
-    /// errc::no_such_shard (the plan named one). Executor: the handler's, by default shard
-    /// 0's.
+    /// those that failed (a connection that closed meanwhile).
+    /// @par Errors
+    /// - errc::pool_stopped.
+    /// - errc::no_such_shard: the plan named one.
+    /// @par Executor
+    /// The handler's, by default shard 0's.
     /// @par Per-Operation Cancellation
     /// None: a cancellation request is ignored; every move asked for is made.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, rebalance_report))

@@ -59,6 +59,20 @@ bool run_until(asio::io_context& ctx, Predicate done, std::chrono::steady_clock:
     return done();
 }
 
+// Runs both contexts (on this thread, `a` polled between `b`'s slices) until `done()`, at most `limit`.
+template <typename Predicate>
+bool run_both(asio::io_context& a, asio::io_context& b, Predicate done,
+              std::chrono::steady_clock::duration limit = 10s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+        a.poll();
+        b.run_one_for(5ms);
+    }
+    a.restart();
+    b.restart();
+    return done();
+}
+
 // Runs `ctx` until `co` finishes, at most `limit`; fails the test if it did not, and
 // rethrows what it threw.
 template <typename Awaitable>

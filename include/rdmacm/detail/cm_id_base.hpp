@@ -11,6 +11,11 @@
 
 namespace rdmacm::detail {
 
+// Says which constructor makes an empty id.
+struct empty_id {
+    explicit empty_id() = default;
+};
+
 class cm_id_base : public id_handle {
 public:
     /// Rejects the connection request this id came from, sending `private_data`
@@ -83,6 +88,8 @@ public:
 protected:
     // A new id on `channel`; throws system_error ("rdma_create_id").
     cm_id_base(const executor_type& ex, const std::shared_ptr<channel_impl>& channel, rdma_port_space ps);
+    // A new id on the channel of `ex`'s execution context; throws system_error.
+    cm_id_base(const executor_type& ex, rdma_port_space ps);
     // An empty (closed) id.
     explicit cm_id_base(const executor_type& ex) noexcept : id_handle(ex, nullptr) {}
     explicit cm_id_base(std::shared_ptr<id_impl> impl) noexcept

@@ -97,6 +97,15 @@ protected:
                                              });
     }
 
+    // Moves the id to the channel of `ex`'s execution context, its handlers then on `ex`.
+    template <typename Token>
+    auto start_migrate_to_context(const executor_type& ex, Token&& token) {
+        return async_start<void(error_code)>(ex, std::forward<Token>(token),
+                                             [this_ex = executor_, impl = impl_, ex](auto handler) {
+                                                 id_ops::migrate_to_context(impl, this_ex, ex, std::move(handler));
+                                             });
+    }
+
     executor_type executor_;
     std::shared_ptr<id_impl> impl_;
 };

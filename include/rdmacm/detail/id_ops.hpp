@@ -44,6 +44,10 @@ void start(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executo
 void migrate(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
              const std::shared_ptr<channel_impl>& target, const boost::asio::any_io_executor& target_ex,
              void_handler h);
+// To the channel of `target_ex`'s execution context (made if it has none); errors as
+// migrate's, and those of making that channel, on `ex`.
+void migrate_to_context(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
+                        const boost::asio::any_io_executor& target_ex, void_handler h);
 // Puts `id` in synchronous mode (its executor stays); with no id, errc::not_open on `ex`.
 void migrate_to_synchronous(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex, void_handler h);
 } // namespace id_ops

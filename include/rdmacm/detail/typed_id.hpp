@@ -7,6 +7,9 @@
 #include "rdmacm/event_channel.hpp"
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/execution/executor.hpp>
+
+#include <type_traits>
 
 namespace rdmacm::detail {
 
@@ -24,9 +27,12 @@ public:
     /// through calls made on `native_handle()`. Events are kept, in order, until asked for.
     ///
     /// @par Completion Signature
-    /// `void(error_code, cm_event)`. Errors: operation_aborted, errc::operation_in_progress
-    /// (another next-event wait is outstanding), errc::not_open. Executor: the handler's, by
-    /// default `get_executor()`.
+    /// `void(error_code, cm_event)`.
+    /// @par Errors
+    /// - errc::operation_in_progress: another next-event wait is outstanding.
+    /// - errc::not_open, operation_aborted.
+    /// @par Executor
+    /// The handler's, by default `get_executor()`.
     /// @par Per-Operation Cancellation
     /// terminal, partial, total: the wait ends with operation_aborted; no event is lost
     /// (a later wait gets it).
@@ -43,9 +49,12 @@ public:
     /// restarts on its port waits for.
     ///
     /// @par Completion Signature
-    /// `void(error_code)`. Errors: none (an id closed already completes once it is
-    /// destroyed; a moved-from one at once). Executor: the handler's, by default
-    /// `get_executor()`; its work is tracked until then, so `run()` waits for the destroy.
+    /// `void(error_code)`.
+    /// @par Errors
+    /// None (an id closed already completes once it is destroyed; a moved-from one at once).
+    /// @par Executor
+    /// The handler's, by default `get_executor()`; its work is tracked until then, so `run()`
+    /// waits for the destroy.
     /// @par Per-Operation Cancellation
     /// None: a destroy cannot be undone; a cancellation request is ignored.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
@@ -75,15 +84,21 @@ public:
     /// connection's executor, its coroutine's, moves to the new shard).
     ///
     /// @par Completion Signature
-    /// `void(error_code)`. Errors: the call's errno (location "rdma_migrate_id"; the id
-    /// then stays, fully usable, where it was), errc::operation_in_progress (another
-    /// migration of the id is under way), errc::listener_cannot_migrate,
-    /// errc::channel_closed, errc::not_open, operation_aborted (closed while moving).
-    /// Executor: the handler's, by default `ex`.
+    /// `void(error_code)`.
+    /// @par Errors
+    /// - The call's errno (location "rdma_migrate_id"): the id then stays, fully usable,
+    ///   where it was.
+    /// - errc::operation_in_progress: another migration of the id is under way.
+    /// - errc::listener_cannot_migrate.
+    /// - errc::channel_closed, errc::not_open.
+    /// - operation_aborted: closed while moving.
+    /// @par Executor
+    /// The handler's, by default `ex`.
+    /// @par Lifetime
+    /// Both channels' execution contexts must outlive the operation.
     /// @par Per-Operation Cancellation
     /// None: a migration is short and cannot be undone halfway; a cancellation request is
     /// ignored.
-    /// Lifetime: both channels' execution contexts must outlive the operation.
     template <typename ChannelExecutor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                                             Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_migrate(basic_event_channel<ChannelExecutor>& target,
@@ -98,6 +113,18 @@ public:
     auto async_migrate(basic_event_channel<ChannelExecutor>& target, const executor_type& ex,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return this->start_migrate(access::impl(target), boost::asio::any_io_executor(ex), std::forward<Token>(token));
+    }
+    /// Moves the id to the event channel of the execution context `ex` runs on (the one
+    /// `cm_id(ctx)` uses), its handlers then on `ex`: another io_context, or a strand of
+    /// one. As above otherwise; errors also those of making that channel (location
+    /// "rdma_create_event_channel").
+    template <typename TargetExecutor,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>,
+              typename = std::enable_if_t<boost::asio::execution::is_executor<TargetExecutor>::value>>
+    auto async_migrate(const TargetExecutor& ex,
+                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return this->start_migrate_to_context(boost::asio::any_io_executor(ex), std::forward<Token>(token));
     }
 
 protected:
