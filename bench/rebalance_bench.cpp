@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
         rdmacm::shard_pool pool(2, [](std::span<const std::size_t>, const rdmacm::connection_request&) { return 0; });
         pool.async_serve(
             l,
-            [&accepted](rdmacm::connection c) -> asio::awaitable<void> {
+            [&accepted](rdmacm::pooled_connection c) -> asio::awaitable<void> {
                 auto attr = shared_cq_attr(c.id().native_handle()->verbs);
                 c.id().create_qp(attr);
                 co_await c.id().async_accept({}, asio::use_awaitable);

@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
         if (shards > 0) {
             pool.emplace(static_cast<std::size_t>(shards));
             pool->async_serve(
-                l, [&](rdmacm::connection c) -> asio::awaitable<void> { co_await serve(c.id()); }, asio::detached);
+                l, [&](rdmacm::pooled_connection c) -> asio::awaitable<void> { co_await serve(c.id()); },
+                asio::detached);
         } else {
             asio::co_spawn(
                 accept_ctx,

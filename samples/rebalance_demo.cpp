@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
                   << std::endl;
         pool.async_serve(
             l,
-            [&](rdmacm::connection c) -> awaitable<void> {
+            [&](rdmacm::pooled_connection c) -> awaitable<void> {
                 co_await sample::echo(
                     c.id(), [&] { ++t.accepted; }, [&] { ++t.echoed_by_shard[pool.running_shard().value()]; });
             },

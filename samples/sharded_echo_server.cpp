@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
         std::atomic<int> accepted = 0;
         pool.async_serve(
             l,
-            [&](rdmacm::connection c) -> asio::awaitable<void> {
+            [&](rdmacm::pooled_connection c) -> asio::awaitable<void> {
                 const int n = ++accepted;
                 try {
                     auto echoed = co_await sample::echo(c.id(), [&] {

@@ -38,7 +38,7 @@ public:
         case errc::synchronous_mode:
             return "the CM id is in synchronous mode: use its blocking calls, or migrate it to an event channel";
         case errc::not_synchronous:
-            return "blocking CM calls need synchronous mode: migrate the id to rdmacm::synchronous first";
+            return "blocking CM calls need synchronous mode: enter it first (async_enter_synchronous_mode)";
         case errc::event_pending:
             return "an event of the CM id is queued or expected: it would be taken for the call's own "
                    "(wait for it, or read it with next_event, first)";

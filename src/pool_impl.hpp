@@ -2,7 +2,7 @@
 // The shard pool's core, compiled once: shards (io_context + thread + event channel), the
 // registry of pooled connections, placement, moves, rebalancing and stop. Every method may
 // be called from any thread; one mutex guards the registry and the shards' channels.
-#include "rdmacm/connection.hpp"
+#include "rdmacm/pooled_connection.hpp"
 #include "rdmacm/connection_request.hpp"
 #include "context_bound.hpp"
 #include "rdmacm/detail/pool_ops.hpp"
@@ -152,7 +152,7 @@ private:
                              executor_type fallback, executor_type old_shard, moved_handler how);
     void join();
     // An unopened connection on `ex`, which holds no work there (a refusal's executor may).
-    static connection failed_connection(const executor_type& ex) {
+    static pooled_connection failed_connection(const executor_type& ex) {
         const executor_type on = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.untracked);
         return {access::make<cm_id>(empty_id{}, on), {}, nullptr, on};
     }

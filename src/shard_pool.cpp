@@ -212,7 +212,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
                         dispatch_to_handler(std::move(*taken), ex, migrated, failed_connection(ex));
                         return;
                     }
-                    connection c(std::move(request.id), request.event, state, std::move(strand));
+                    pooled_connection c(std::move(request.id), request.event, state, std::move(strand));
                     dispatch_to_handler(std::move(*taken), ex, migrated, std::move(c));
                 });
 }
@@ -277,7 +277,7 @@ void pool_impl::accept_next(std::shared_ptr<serve_loop> loop) {
             return;
         }
         loop->pool->place(std::move(request), [serve = loop->serve, pool = std::weak_ptr(loop->pool)](
-                                                  error_code placed, connection c) mutable {
+                                                  error_code placed, pooled_connection c) mutable {
             if (placed) return; // rejected
             auto ex = c.get_executor();
             // The callable form: co_spawn keeps it (and with it `serve`) in the coroutine.

@@ -346,8 +346,9 @@ BOOST_FIXTURE_TEST_CASE(cm_operations, channel_fixture) {
 BOOST_FIXTURE_TEST_CASE(migrations_that_complete_at_once, channel_fixture) {
     cm_id id(*channel);
     check_contract(
-        ctx, "cm_id::async_migrate(synchronous)",
-        [&](auto token) { return id.async_migrate(synchronous, std::move(token)); }, [] {}, {}, {false, false, false});
+        ctx, "cm_id::async_enter_synchronous_mode",
+        [&](auto token) { return id.async_enter_synchronous_mode(std::move(token)); }, [] {}, {},
+        {false, false, false});
     auto l = make_listener(*channel);
     event_channel other(ctx);
     check_contract(
@@ -588,7 +589,7 @@ BOOST_FIXTURE_TEST_CASE(shard_pool_operations, channel_fixture) {
     auto placing = pool.async_place(std::move(requests.front()), asio::use_future);
     BOOST_REQUIRE(run_until( // (the move starts on the listener's context)
         ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
-    const connection c = placing.get();
+    const pooled_connection c = placing.get();
     auto other_shard = [&] { return c.shard() == 0 ? std::size_t{1} : std::size_t{0}; };
     check_contract(
         ctx, "shard_pool::async_move", [&](auto token) { return pool.async_move(c, other_shard(), std::move(token)); },
@@ -610,8 +611,8 @@ BOOST_FIXTURE_TEST_CASE(shard_pool_operations, channel_fixture) {
         ctx, "shard_pool::async_serve",
         [&](auto token) {
             return pool.async_serve(
-                listeners.emplace_back(make_listener(*channel)), [](connection) -> awaitable<void> { co_return; },
-                std::move(token));
+                listeners.emplace_back(make_listener(*channel)),
+                [](pooled_connection) -> awaitable<void> { co_return; }, std::move(token));
         },
         [&] { listeners.back().close(); }, asio::error::operation_aborted, {false, false, false});
 }

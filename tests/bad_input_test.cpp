@@ -194,7 +194,7 @@ BOOST_FIXTURE_TEST_CASE(a_connect_before_the_id_has_a_device, channel_fixture) {
         BOOST_TEST(ec3 != make_error_code(errc::no_device), "resolved, it has one");
         // The blocking connect of synchronous mode is refused alike.
         cm_id blocking(*channel);
-        co_await blocking.async_migrate(synchronous, use_awaitable);
+        co_await blocking.async_enter_synchronous_mode(use_awaitable);
         error_code ec4;
         blocking.connect(conn_params{}, ec4);
         BOOST_TEST(ec4 == make_error_code(errc::no_device), ec4.message());

@@ -91,7 +91,7 @@ BOOST_FIXTURE_TEST_CASE(a_connection_made_used_moved_and_ended_without_tokens, c
 
         // Through synchronous mode and back, then onto a strand of the server channel's
         // context named as the executor: the id's executor type stays, its value follows.
-        co_await server->async_migrate(synchronous);
+        co_await server->async_enter_synchronous_mode();
         co_await server->async_migrate(server_channel);
         auto strand = asio::make_strand(ctx);
         co_await server->async_migrate(other_channel, default_executor(strand));
@@ -189,7 +189,7 @@ BOOST_FIXTURE_TEST_CASE(a_pool_serves_an_awaitable_listener_without_a_token, cha
         const auto port = first.local_endpoint().port();
         auto serving = [&]() -> awaitable<error_code> {
             try {
-                co_await pool.async_serve(first, [&](connection c) -> awaitable<void> {
+                co_await pool.async_serve(first, [&](pooled_connection c) -> awaitable<void> {
                     auto attr = rc_qp_init_attr();
                     c.id().create_qp(attr);
                     co_await c.id().async_accept(conn_params{}, asio::use_awaitable);
@@ -226,8 +226,9 @@ BOOST_FIXTURE_TEST_CASE(a_pool_places_moves_and_rebalances_without_tokens, chann
     std::optional<error_code> connected;
     run(ctx, [&]() -> awaitable<void> {
         async_connect(client, l.local_endpoint(), with_qp(), [&](error_code ec, cm_event) { connected = ec; });
-        std::optional<connection> placed(co_await pool.async_place(co_await l.async_get_request(asio::use_awaitable)));
-        connection& c = *placed;
+        std::optional<pooled_connection> placed(
+            co_await pool.async_place(co_await l.async_get_request(asio::use_awaitable)));
+        pooled_connection& c = *placed;
         const std::size_t first = c.shard(), other = 1 - first;
         co_await pool.async_move(c, other);
         BOOST_TEST(c.shard() == other);

@@ -137,7 +137,7 @@ asio::awaitable<void> moving(rdmacm::event_channel& channel, rdmacm::event_chann
 asio::awaitable<void> synchronous_mode(awaitable_id& id, rdmacm::event_channel& channel, rdmacm::endpoint server,
                                        ibv_qp_init_attr attr) {
     // [synchronous]
-    co_await id.async_migrate(rdmacm::synchronous); // no channel of ours
+    co_await id.async_enter_synchronous_mode(); // no channel of ours
     // then, on a thread that may block:
     rdmacm::error_code ec;
     id.resolve_address(server, 2s, ec);
@@ -150,7 +150,7 @@ asio::awaitable<void> synchronous_mode(awaitable_id& id, rdmacm::event_channel& 
 }
 
 // docs/rebalancing.md.
-asio::awaitable<void> rebalancing(rdmacm::connection& c, double requests_per_second) {
+asio::awaitable<void> rebalancing(rdmacm::pooled_connection& c, double requests_per_second) {
     // [rebalance]
     // A pool whose operations co_await without tokens (as_default_on, as the demo's).
     asio::use_awaitable_t<>::as_default_on_t<rdmacm::shard_pool> pool(4, rdmacm::least_connections());
@@ -181,7 +181,7 @@ void sharded(const std::string& address, unsigned short port) {
     rdmacm::shard_pool pool(4, rdmacm::least_connections()); // ... serve on 4 threads
     pool.async_serve(
         l,
-        [](rdmacm::connection c) -> asio::awaitable<void> {
+        [](rdmacm::pooled_connection c) -> asio::awaitable<void> {
             // Runs on c's shard. c.id() is still to be accepted.
             rdmacm::queue_pair qp(c.id(), {.max_send_wr = 64, .max_recv_wr = 64});
             co_await c.id().async_accept({}, asio::use_awaitable);

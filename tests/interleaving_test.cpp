@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(close_wakes_a_blocking_next_event) {
     channel_fixture f;
     cm_id id(*f.channel);
     std::optional<error_code> moved;
-    id.async_migrate(synchronous, [&](error_code ec) { moved = ec; });
+    id.async_enter_synchronous_mode([&](error_code ec) { moved = ec; });
     BOOST_REQUIRE(run_until(
         f.ctx, [&] { return moved.has_value(); }, 10s));
     BOOST_REQUIRE_MESSAGE(!*moved, moved->message());
@@ -896,7 +896,7 @@ BOOST_AUTO_TEST_CASE(stop_on_the_accepting_thread_returns) {
         return 0;
     });
     pool->async_serve(
-        l, [](connection) -> asio::awaitable<void> { co_return; }, [](error_code) {});
+        l, [](pooled_connection) -> asio::awaitable<void> { co_return; }, [](error_code) {});
     std::thread accepting([&] { accept_ctx.run_for(30s); });
     asio::io_context client_ctx;
     event_channel client_channel(client_ctx);
@@ -938,7 +938,7 @@ BOOST_AUTO_TEST_CASE(a_stop_while_a_placement_is_on_its_way_completes_it) {
     const auto* placed_id = request->id.native_handle();
     std::atomic<int> placed{0};
     std::optional<error_code> result;
-    pool.async_place(std::move(*request), [&](error_code ec, connection) {
+    pool.async_place(std::move(*request), [&](error_code ec, pooled_connection) {
         result = ec;
         ++placed;
     });
@@ -1345,7 +1345,7 @@ struct placed_on_shard_0 {
     event_channel accept_channel{accept_ctx}, client_channel{client_ctx};
     listener l{accept_channel};
     std::vector<std::unique_ptr<cm_id>> clients;
-    std::vector<connection> conns;
+    std::vector<pooled_connection> conns;
     std::atomic<int> connected{0};
 
     explicit placed_on_shard_0(std::size_t n) {
@@ -1363,8 +1363,8 @@ struct placed_on_shard_0 {
                 if (!ec) request.emplace(std::move(r));
             });
             BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
-            std::promise<connection> placed;
-            pool.async_place(std::move(*request), [&](error_code ec, connection c) {
+            std::promise<pooled_connection> placed;
+            pool.async_place(std::move(*request), [&](error_code ec, pooled_connection c) {
                 if (ec)
                     placed.set_exception(std::make_exception_ptr(boost::system::system_error(ec)));
                 else
@@ -1383,7 +1383,7 @@ struct placed_on_shard_0 {
         for (auto& c : conns) n.push_back(faults::calls("rdma_migrate_id", c.id().native_handle()));
         return n;
     }
-    static void give_qp(connection& c) {
+    static void give_qp(pooled_connection& c) {
         auto attr = rc_qp_attr();
         c.id().create_qp(attr);
     }
@@ -1429,7 +1429,7 @@ struct placed_on_shard_0 {
 // second is refused (one may wait); released, the placement ends on shard 0 and the
 // waiting move takes the connection to shard 1. Before: the first was refused too.
 BOOST_AUTO_TEST_CASE(a_move_of_a_connection_being_placed_is_made_once_the_placement_ends) {
-    std::promise<connection> placed; // (before the pool: its handlers may run as it goes)
+    std::promise<pooled_connection> placed; // (before the pool: its handlers may run as it goes)
     std::promise<error_code> first, second;
     shard_pool pool{2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 0; }};
     asio::io_context accept_ctx, client_ctx;
@@ -1448,7 +1448,7 @@ BOOST_AUTO_TEST_CASE(a_move_of_a_connection_being_placed_is_made_once_the_placem
     std::optional<std::jthread> placer; // (joined after the gate's end, whatever fails)
     std::optional<faults::gate> held(std::in_place, "rdma_migrate_id", request->id.native_handle());
     placer.emplace([&] { // (the call is made here, the listener's reader idle: held)
-        pool.async_place(std::move(*request), [&](error_code ec, connection c) {
+        pool.async_place(std::move(*request), [&](error_code ec, pooled_connection c) {
             if (ec)
                 placed.set_exception(std::make_exception_ptr(boost::system::system_error(ec)));
             else
@@ -1525,7 +1525,7 @@ BOOST_AUTO_TEST_CASE(a_pool_stop_waits_for_a_rebalance_whose_move_failed) {
 BOOST_AUTO_TEST_CASE(a_move_ends_after_the_steps_queued_on_its_old_shard) {
     placed_on_shard_0 f(1); // (an unanswered request: the client waits)
     auto& pool = f.pool;
-    connection& c = f.conns[0];
+    pooled_connection& c = f.conns[0];
 
     faults::gate held("rdma_migrate_id", c.id().native_handle());
     std::atomic<bool> move_returned{false}, move_done{false};

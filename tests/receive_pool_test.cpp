@@ -37,7 +37,7 @@ std::string_view text_of(const received_message& m) {
 
 // A connection whose server side has a pool (`depth` receives of `size` bytes), and a
 // registered buffer the client sends from.
-struct pooled_connection {
+struct connection_with_pool {
     std::optional<listener> l;
     connection_pair p;
     std::optional<receive_pool> pool;
@@ -61,7 +61,7 @@ struct pooled_connection {
 
 BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        pooled_connection c;
+        connection_with_pool c;
         co_await c.connect(*channel);
         auto& pool = *c.pool;
 
@@ -130,7 +130,7 @@ BOOST_FIXTURE_TEST_CASE(in_order_and_a_time_out_loses_nothing, channel_fixture) 
 // `||` — and the next receive waited for one that never came.
 BOOST_FIXTURE_TEST_CASE(a_cancellation_after_the_message_came_keeps_it_for_the_next_receive, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        pooled_connection c;
+        connection_with_pool c;
         co_await c.connect(*channel);
         auto& pool = *c.pool;
 
@@ -173,7 +173,7 @@ BOOST_FIXTURE_TEST_CASE(a_cancellation_after_the_message_came_keeps_it_for_the_n
 
 BOOST_FIXTURE_TEST_CASE(a_broken_connection_ends_every_receive_with_its_error, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        pooled_connection c;
+        connection_with_pool c;
         co_await c.connect(*channel);
         auto& p = c.p;
         auto& pool = *c.pool;
@@ -202,7 +202,7 @@ BOOST_FIXTURE_TEST_CASE(a_broken_connection_ends_every_receive_with_its_error, c
 
 BOOST_FIXTURE_TEST_CASE(closing_ends_a_waiting_receive, channel_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        pooled_connection c;
+        connection_with_pool c;
         co_await c.connect(*channel);
         auto& pool = *c.pool;
         std::optional<error_code> ended;

@@ -48,7 +48,7 @@ struct echo_service {
     std::atomic<int> ended{0};
 
     auto handler(shard_pool& pool) {
-        return [this, &pool](connection c) -> awaitable<void> {
+        return [this, &pool](pooled_connection c) -> awaitable<void> {
             auto& mine = by_key.at(c.key());
             c.set_load(static_cast<double>(c.key()));
             try {
@@ -153,7 +153,7 @@ BOOST_FIXTURE_TEST_CASE(connections_are_placed_over_the_shards_and_served_there,
         shard_pool pool(shards); // round robin
         pool.async_serve(
             l,
-            [&](connection c) -> awaitable<void> {
+            [&](pooled_connection c) -> awaitable<void> {
                 // The coroutine starts on the connection's shard.
                 if (pool.running_shard() != c.shard()) ++on_wrong_thread;
                 auto attr = cq.attr(c.id().native_handle()->verbs);
@@ -523,7 +523,7 @@ BOOST_FIXTURE_TEST_CASE(exceptions_on_a_shard_reach_the_pool_handler, channel_fi
     auto l = make_listener(*channel);
     std::optional<error_code> served;
     pool->async_serve(
-        l, [](connection) -> awaitable<void> { throw std::runtime_error("from a coroutine"); },
+        l, [](pooled_connection) -> awaitable<void> { throw std::runtime_error("from a coroutine"); },
         [&](error_code ec) { served = ec; });
     cm_id client(*channel);
     std::optional<error_code> connected;

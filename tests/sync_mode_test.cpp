@@ -37,6 +37,10 @@ error_code migrate(cm_id& id, auto& target) {
     return std::get<0>(result_of<error_code>([&](auto h) { id.async_migrate(target, h); }));
 }
 
+error_code enter_synchronous_mode(cm_id& id) {
+    return std::get<0>(result_of<error_code>([&](auto h) { id.async_enter_synchronous_mode(h); }));
+}
+
 std::tuple<error_code, cm_event> next_event(cm_id& id) {
     return result_of<error_code, cm_event>([&](auto h) { id.async_next_event(h); });
 }
@@ -68,7 +72,7 @@ BOOST_AUTO_TEST_CASE(synchronous_round_trip) {
         BOOST_TEST((ec == errc::not_synchronous), ec.message());
         BOOST_CHECK_EXCEPTION(client.resolve_route(1s), boost::system::system_error,
                               [](const auto& e) { return e.code() == errc::not_synchronous; });
-        BOOST_TEST(!migrate(client, synchronous));
+        BOOST_TEST(!enter_synchronous_mode(client));
         BOOST_TEST((std::get<0>(next_event(client)) == errc::synchronous_mode));
 
         connect_blocking(client, l);
@@ -108,7 +112,7 @@ BOOST_AUTO_TEST_CASE(refused_while_an_event_is_queued_or_expected) {
 
         // Expected: a next-event wait is outstanding.
         auto wait = start_op<error_code, cm_event>([&](auto h) { client.async_next_event(h); });
-        BOOST_TEST((migrate(client, synchronous) == errc::event_pending));
+        BOOST_TEST((enter_synchronous_mode(client) == errc::event_pending));
         client.cancel();
         BOOST_TEST((std::get<0>(wait.get()) == asio::error::operation_aborted));
 
@@ -119,11 +123,11 @@ BOOST_AUTO_TEST_CASE(refused_while_an_event_is_queued_or_expected) {
         while (a.events_read() == read_before && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(1ms);
         BOOST_REQUIRE(a.events_read() > read_before);
-        BOOST_TEST((migrate(client, synchronous) == errc::event_pending));
+        BOOST_TEST((enter_synchronous_mode(client) == errc::event_pending));
         auto [nec, ev] = next_event(client);
         BOOST_TEST(!nec);
         BOOST_TEST(ev.type() == RDMA_CM_EVENT_DISCONNECTED);
-        BOOST_TEST(!migrate(client, synchronous));
+        BOOST_TEST(!enter_synchronous_mode(client));
         error_code ec;
 
         // Synchronous now; the peer disconnected already: disconnect returns at once.
@@ -145,7 +149,7 @@ BOOST_AUTO_TEST_CASE(an_event_in_the_kernel_queue_undoes_the_move) {
         connect_and_queue_peer_disconnect(ctx_a, a, client, l, t[0], server);
 
         std::optional<error_code> migrated;
-        client.async_migrate(synchronous, [&](error_code ec) { migrated = ec; });
+        client.async_enter_synchronous_mode([&](error_code ec) { migrated = ec; });
         BOOST_REQUIRE(run_until(ctx_a, [&] { return migrated.has_value(); }));
         BOOST_TEST((*migrated == errc::event_pending), migrated->message());
         // The event came back with the id, exactly once.
@@ -176,7 +180,7 @@ void synchronous_ids(int n) {
         event_channel a(t[0]);
         for (int i = 0; i < n; ++i) {
             cm_id id(a);
-            BOOST_TEST(!migrate(id, synchronous));
+            BOOST_TEST(!enter_synchronous_mode(id));
             error_code ec;
             id.resolve_address(device_endpoint(1), 2s, ec);
             BOOST_TEST(!ec, ec.message());

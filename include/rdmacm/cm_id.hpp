@@ -16,12 +16,6 @@
 
 namespace rdmacm {
 
-/// The tag for `cm_id::async_migrate(synchronous, token)`: synchronous mode.
-struct synchronous_t {
-    explicit synchronous_t() = default;
-};
-inline constexpr synchronous_t synchronous{};
-
 /// One end of an RDMA connection: an `rdma_cm_id` on an `event_channel`, with the CM's
 /// operations as Asio asynchronous operations (any completion token: callbacks,
 /// `use_awaitable`, `use_future`, `deferred`, `as_tuple`, ...).
@@ -223,7 +217,6 @@ public:
                                                       detail::op_call::disconnect());
     }
 
-    using base::async_migrate;
     /// Puts the id in **synchronous mode** (`rdma_migrate_id(id, NULL)`): its events go to
     /// a private channel of librdmacm, and the CM calls are the blocking ones below, made
     /// on any thread that is not needed to run handlers meanwhile. Asynchronous operations
@@ -242,14 +235,14 @@ public:
     /// @par Errors
     /// - errc::event_pending.
     /// - The call's errno (location "rdma_migrate_id").
-    /// - Those of the other async_migrate.
+    /// - Those of async_migrate.
     /// @par Executor
     /// The handler's, by default the id's (which stays).
     /// @par Per-Operation Cancellation
-    /// None: a cancellation request is ignored (as for the other async_migrate).
+    /// None: a cancellation request is ignored (as for async_migrate).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
-    auto async_migrate(synchronous_t, Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+    auto async_enter_synchronous_mode(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(detail::id_handle::get_executor(), std::forward<Token>(token),
                                                      [this_ex = this->executor_, impl = this->impl_](auto handler) {
                                                          detail::id_ops::migrate_to_synchronous(impl, this_ex,

@@ -13,8 +13,8 @@
 
 namespace rdmacm {
 
-/// One connection in a snapshot: its key (`connection::key()`), shard and load
-/// (`connection::set_load`, 0 unless set).
+/// One connection in a snapshot: its key (`pooled_connection::key()`), shard and load
+/// (`pooled_connection::set_load`, 0 unless set).
 struct connection_load {
     std::uint64_t key = 0;
     std::size_t shard = 0;

@@ -2,12 +2,12 @@
 /// @file
 /// `rdmacm::basic_shard_pool`, `rdmacm::shard_pool`: a server sharded over several
 /// io_contexts, with live rebalancing.
-#include "rdmacm/connection.hpp"
 #include "rdmacm/detail/async_start.hpp"
 #include "rdmacm/detail/pool_ops.hpp"
 #include "rdmacm/listener.hpp"
 #include "rdmacm/placement.hpp"
 #include "rdmacm/pool_stop_mode.hpp"
+#include "rdmacm/pooled_connection.hpp"
 #include "rdmacm/rebalance.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -91,7 +91,7 @@ public:
     /// connection, still to be accepted (or rejected) by its new owner.
     ///
     /// @par Completion Signature
-    /// `void(error_code, connection)`.
+    /// `void(error_code, pooled_connection)`.
     /// @par Errors
     /// On any of these the request is rejected:
     /// - errc::pool_stopped.
@@ -103,11 +103,11 @@ public:
     /// @par Per-Operation Cancellation
     /// None: a cancellation request is ignored (the move is short, and half a placement
     /// would leave the request nowhere).
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, connection))
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, pooled_connection))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_place(connection_request request,
                      Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return detail::async_start<void(error_code, connection)>(
+        return detail::async_start<void(error_code, pooled_connection)>(
             detail::pool_ops::executor(*impl_, 0), std::forward<Token>(token),
             [impl = impl_, r = std::move(request)](auto handler) mutable {
                 detail::pool_ops::place(*impl, std::move(r), std::move(handler));
@@ -115,7 +115,7 @@ public:
     }
 
     /// Accepts connection requests from `l` until it is closed or the pool stops, places
-    /// each, and spawns `serve(connection)` (a function returning `awaitable<void>`) on the
+    /// each, and spawns `serve(pooled_connection)` (a function returning `awaitable<void>`) on the
     /// connection's executor: the coroutine starts on its shard and follows the connection
     /// when it moves. A coroutine's exception ends that connection only (closes it) and goes
     /// to the pool's exception handler. Requests
@@ -142,8 +142,8 @@ public:
     auto async_serve(basic_listener<ListenerExecutor>& l, Serve serve,
                      Token&& token = boost::asio::default_completion_token_t<ListenerExecutor>()) {
         // One line saying what is wrong, instead of std::function's many.
-        constexpr bool callable = std::is_invocable_r_v<boost::asio::awaitable<void>, Serve&, connection>;
-        static_assert(callable, "async_serve: `serve` must be callable as awaitable<void>(rdmacm::connection)");
+        constexpr bool callable = std::is_invocable_r_v<boost::asio::awaitable<void>, Serve&, pooled_connection>;
+        static_assert(callable, "async_serve: `serve` must be callable as awaitable<void>(rdmacm::pooled_connection)");
         if constexpr (callable) {
             const boost::asio::any_io_executor ex(l.get_executor());
             return detail::async_start<void(error_code)>(
@@ -180,7 +180,7 @@ public:
     /// do not block the thread running it on such a move (a future's `get()`).
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
-    auto async_move(const connection& c, std::size_t to,
+    auto async_move(const pooled_connection& c, std::size_t to,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return detail::async_start<void(error_code)>(detail::pool_ops::executor(*impl_, to < size() ? to : 0),
                                                      std::forward<Token>(token),
@@ -188,7 +188,7 @@ public:
                                                          detail::pool_ops::move(*impl, s, to, std::move(handler));
                                                      });
     }
-    /// The same, for the connection with key `key` (`connection::key()`, `snapshot()`):
+    /// The same, for the connection with key `key` (`pooled_connection::key()`, `snapshot()`):
     /// errc::not_open if there is none.
     /// @par Completion Signature
     /// As for the overload above.

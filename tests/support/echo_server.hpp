@@ -52,11 +52,11 @@ struct echo_server_counts {
 inline void serve_echo(shard_pool& pool, listener& l, boost::asio::io_context& ctx, echo_server_counts& counts) {
     pool.async_serve(
         l,
-        [&counts, &pool](connection given) -> boost::asio::awaitable<void> {
+        [&counts, &pool](pooled_connection given) -> boost::asio::awaitable<void> {
             ++counts.totals.placed;
             {
                 // Gone at the end of this scope: out of the pool before `ended` counts it.
-                connection c = std::move(given);
+                pooled_connection c = std::move(given);
                 const auto port = c.id().remote_endpoint().port();
                 auto note = [&](auto change) {
                     std::lock_guard lock(counts.mutex);

@@ -2,7 +2,7 @@
 // An executor whose target io_context can change: a pooled connection's handlers follow the
 // connection from shard to shard. Copies share one target (`home`); every submission reads
 // it, so work submitted after a move runs on the new shard. Wrapped in a strand
-// (connection::get_executor), which keeps the connection's handlers in order and never two
+// (pooled_connection::get_executor), which keeps the connection's handlers in order and never two
 // at once, even across a move.
 //
 // Only what a strand and any_io_executor need: execute, the context query, blocking.never

@@ -1,9 +1,9 @@
 #pragma once
 // What the public headers do with a shard pool's core (pool_impl, compiled in src/): its
 // shards, threads, registry and lock stay out of what users include.
-#include "rdmacm/connection.hpp"
 #include "rdmacm/placement.hpp"
 #include "rdmacm/pool_stop_mode.hpp"
+#include "rdmacm/pooled_connection.hpp"
 #include "rdmacm/rebalance.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -31,9 +31,9 @@ struct pooled_state;
 
 namespace pool_ops {
 using void_handler = boost::asio::any_completion_handler<void(error_code)>;
-using place_handler = boost::asio::any_completion_handler<void(error_code, connection)>;
+using place_handler = boost::asio::any_completion_handler<void(error_code, pooled_connection)>;
 using rebalance_handler = boost::asio::any_completion_handler<void(error_code, rebalance_report)>;
-using serve_function = std::function<boost::asio::awaitable<void>(connection)>;
+using serve_function = std::function<boost::asio::awaitable<void>(pooled_connection)>;
 using exception_handler = std::function<void(std::size_t shard, std::exception_ptr)>;
 
 // Starts `shards` threads; throws system_error (an event channel), errc::no_such_shard (0).

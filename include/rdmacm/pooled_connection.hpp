@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `rdmacm::connection`: a connection served by a `shard_pool`.
+/// `rdmacm::pooled_connection`: a connection served by a `shard_pool`.
 #include "rdmacm/cm_id.hpp"
 #include "rdmacm/detail/access.hpp"
 #include "rdmacm/event.hpp"
@@ -30,15 +30,15 @@ class pool_impl;
 /// Destroying the connection closes the id (and its queue pair) and takes it out of the pool.
 /// Thread safety: as for cm_id; `shard()`, `key()` and `set_load()` from any thread. A
 /// connection must not outlive its pool's execution contexts (destroy it in its handler).
-class connection {
+class pooled_connection {
 public:
     using executor_type = boost::asio::any_io_executor;
 
-    connection(connection&&) noexcept = default;
-    connection& operator=(connection&& other) noexcept;
-    connection(const connection&) = delete;
-    connection& operator=(const connection&) = delete;
-    ~connection() { leave(); }
+    pooled_connection(pooled_connection&&) noexcept = default;
+    pooled_connection& operator=(pooled_connection&& other) noexcept;
+    pooled_connection(const pooled_connection&) = delete;
+    pooled_connection& operator=(const pooled_connection&) = delete;
+    ~pooled_connection() { leave(); }
 
     cm_id& id() noexcept { return id_; }
     const cm_id& id() const noexcept { return id_; }
@@ -57,8 +57,8 @@ public:
 private:
     friend class detail::pool_impl;
     friend struct detail::access;
-    connection(cm_id id, const cm_event& request, std::shared_ptr<detail::pooled_state> state,
-               executor_type ex) noexcept;
+    pooled_connection(cm_id id, const cm_event& request, std::shared_ptr<detail::pooled_state> state,
+                      executor_type ex) noexcept;
     void leave() noexcept;
 
     cm_id id_;
