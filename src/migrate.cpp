@@ -73,6 +73,43 @@ struct id_impl::move_end {
 static_assert(move_course(move_place::dropped, {}).size == 1 &&
               move_course(move_place::dropped, {}).list[0] == move_action::abandon);
 
+namespace {
+// A move's step for the old executor, as posted there: run, it goes on. Let go of without
+// having run — the old context shut down with it queued (its shutdown may begin between the
+// move's recheck of the executor and this post: the fresh review of 2026-12-05, M1), or the
+// queue pair's poller dropped it — it does what move_course says at `step_dropped`: a move
+// with somewhere else to end goes on there from here; one with nowhere lets the step's end,
+// and with it the move, go.
+template <typename Then>
+class old_step {
+public:
+    old_step(Then then, bool somewhere) : then_(std::in_place, std::move(then)), somewhere_(somewhere) {}
+    old_step(old_step&& other) noexcept : then_(std::move(other.then_)), somewhere_(other.somewhere_) {
+        other.then_.reset(); // (the moved-from one has nothing to do)
+    }
+    old_step& operator=(old_step&&) = delete;
+    ~old_step() {
+        if (!then_) return;
+        for ([[maybe_unused]] auto action : move_course(move_place::step_dropped, {.somewhere = somewhere_})) try {
+                (*this)();  // (go_on: asserted below)
+            } catch (...) { // (out of memory: the end, let go of, lets go of the move)
+            }
+    }
+    void operator()() {
+        auto then = std::move(*then_);
+        then_.reset();
+        then();
+    }
+
+private:
+    std::optional<Then> then_;
+    bool somewhere_;
+};
+static_assert(move_course(move_place::step_dropped, {.somewhere = true}).size == 1 &&
+              move_course(move_place::step_dropped, {.somewhere = true}).list[0] == move_action::go_on &&
+              move_course(move_place::step_dropped, {.somewhere = false}).size == 0);
+} // namespace
+
 // What a migrate call leaves to do once the routing lock is let go of: a move-only value,
 // not a std::function (whose copyable closure took two allocations per migration).
 struct id_impl::hand_on {
@@ -114,12 +151,14 @@ struct id_impl::hand_on {
         const bool nowhere = ec || ends_on_old;
         // Handlers of the id already handed to the old executor run before the id moves on
         // (one hop when old and new executor are the same, e.g. two channels of one context).
-        auto then = [end = move_end(std::move(self), ec, std::move(handler)), hop = std::move(hop),
-                     hop_on_old = ends_on_old, look_at = look ? target : nullptr, ticket = ticket, id]() mutable {
-            end_after_look(
-                look_at, ticket, std::move(hop), hop_on_old, [](move_end& e) { e.self->hold_while_moving(); },
-                [id] { return id->enter_executor(); }, std::move(end));
-        };
+        auto then = old_step(
+            [end = move_end(std::move(self), ec, std::move(handler)), hop = std::move(hop), hop_on_old = ends_on_old,
+             look_at = look ? target : nullptr, ticket = ticket, id]() mutable {
+                end_after_look(
+                    look_at, ticket, std::move(hop), hop_on_old, [](move_end& e) { e.self->hold_while_moving(); },
+                    [id] { return id->enter_executor(); }, std::move(end));
+            },
+            !nowhere);
         after_call(
             facts(),
             [&] {
@@ -164,15 +203,18 @@ struct id_impl::hand_on {
         }
         if (!group.empty()) {
             auto* first = group.front().self.get(); // (its executor is the old one until its end)
-            auto then = [group = std::move(group), hop = std::move(hop), hop_on_old, look_at = std::move(look_at),
-                         ticket, first]() mutable {
-                end_after_look(
-                    look_at, ticket, std::move(hop), hop_on_old,
-                    [](together& end) {
-                        for (auto& g : end.group) g.self->hold_while_moving();
-                    },
-                    [first] { return first->enter_executor(); }, together{std::move(group)});
-            };
+            const bool somewhere = hop && !hop_on_old;
+            auto then = old_step(
+                [group = std::move(group), hop = std::move(hop), hop_on_old, look_at = std::move(look_at), ticket,
+                 first]() mutable {
+                    end_after_look(
+                        look_at, ticket, std::move(hop), hop_on_old,
+                        [](together& end) {
+                            for (auto& g : end.group) g.self->hold_while_moving();
+                        },
+                        [first] { return first->enter_executor(); }, together{std::move(group)});
+                },
+                somewhere);
             after_call(
                 {.look = true}, [&] { boost::asio::post(old_executor, std::move(then)); },
                 [&] {

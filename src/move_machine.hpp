@@ -14,12 +14,14 @@ namespace rdmacm::detail {
 
 // Where a move is.
 enum class move_place : std::uint8_t {
-    ready,     // no librdmacm call on the id in flight, the readers kept out: the call is next
-    called,    // the migrate call returned (on the thread that made it, no lock held)
-    old_step,  // on the old executor, after every handler of the id posted there before
-    read_done, // the target channel was read for the move (here, or on its reader's strand)
-    end,       // on the executor the move ends on (the new one; the old one if it failed)
-    dropped,   // its end let go of without having run (its context shut down first)
+    ready,        // no librdmacm call on the id in flight, the readers kept out: the call is next
+    called,       // the migrate call returned (on the thread that made it, no lock held)
+    old_step,     // on the old executor, after every handler of the id posted there before
+    read_done,    // the target channel was read for the move (here, or on its reader's strand)
+    end,          // on the executor the move ends on (the new one; the old one if it failed)
+    dropped,      // its end let go of without having run (its context shut down first)
+    step_dropped, // its old step let go of without having run (the old context shut down
+                  // with it queued: the shutdown may begin after the move's recheck)
 };
 
 enum class move_action : std::uint8_t {
@@ -33,10 +35,12 @@ enum class move_action : std::uint8_t {
     go_to_end,        // post end to the new executor; on the old one, run it here if here
     finish,           // held events, then deferred operations, then the handler
     abandon,          // let go of the move: held events, deferred operations, the handler
+    go_on,            // run the old step here (from its destructor), on to the end elsewhere
 };
 
 struct move_facts {
-    bool look = false; // the call succeeded and events may have moved along (semantics F2, F8)
+    bool look = false;      // the call succeeded and events may have moved along (semantics F2, F8)
+    bool somewhere = false; // the move ends on another context than the one it leaves
 };
 
 // The actions to take at `place`, in order.
@@ -73,6 +77,13 @@ constexpr move_actions move_course(move_place place, move_facts facts) noexcept 
         // The end owns the move: let go of, it takes the move along, never leaving the id
         // moving for good with its handler gone (its operations deferred forever).
         return {{move_action::abandon}, 1};
+    case move_place::step_dropped:
+        // A move with somewhere else to end goes on there: the old context's shutdown only
+        // took the step that was to run there first (the fresh review of 2026-12-05, M1:
+        // posted after the shutdown began, as the move's recheck came before it). One with
+        // nowhere else lets its end go with the step, and the end the move (`dropped`).
+        if (facts.somewhere) return {{move_action::go_on}, 1};
+        return {};
     }
     return {};
 }

@@ -17,15 +17,19 @@
 // run replays its prefix from a fresh model, as loom does), and after every step and at the end of every run checks
 // what a user relies on:
 //   - nothing is posted to a context that returned from run() (a move's step lost: F4) or
-//     whose shutdown began;
+//     whose shutdown let go of its members (a call into it may post while the shutdown
+//     waits for it: what it posts goes with the context's queue);
 //   - a move ends after every event that moved along with it was read and held (held
 //     events, then deferred operations, then newer ones: F5), and never on a context whose
 //     shutdown began (R2);
-//   - a move is refused only before the kernel moved its id (R1);
+//   - a move is refused only before the kernel moved its id (R1), and one with somewhere
+//     else to end (the new executor on another context) ends, even when its step was
+//     destroyed with the old context's queue (M1: the shutdown may begin between the
+//     move's recheck and its post);
 //   - every move ends or is let go of exactly once (none stays moving for good), every event
 //     of a move that ended is delivered exactly once, every live context runs out of work
 //     and a shutdown finishes.
-// The explorer is shown to fail: five cases put a reviewed defect back into the machine and
+// The explorer is shown to fail: six cases put a reviewed defect back into the machine and
 // expect it to find a violation.
 #include "move_machine.hpp"
 #include "support/explorer.hpp"
@@ -39,6 +43,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -103,7 +108,8 @@ private:
         std::uint8_t ready_done = 0;                             // actions of move_course(ready) taken
         bool entered = false, executor = false, counted = false; // its entry into the old context
         bool kernel_moved = false, in_call = false, settled = false, stopped = false;
-        bool told = false; // context_gone ran for its id (left_context_)
+        bool handing_on = false; // its call returned (rechecked): its hand_on still to run
+        bool told = false;       // context_gone ran for its id (left_context_)
         bool ended = false;
         std::uint64_t ticket = 0;
         int held = 0, delivered = 0, ends = 0, let_go = 0;
@@ -118,6 +124,8 @@ private:
                 steps.push_back([this, m] { ready_action(m); });
             else if (mv.in_call)
                 steps.push_back([this, m] { call_returned(m); });
+            else if (mv.handing_on)
+                steps.push_back([this, m] { hand_on(m); });
         }
         for (int c = 0; c < contexts; ++c)
             if (runnable(static_cast<context>(c))) steps.push_back([this, c] { run_one(static_cast<context>(c)); });
@@ -167,8 +175,10 @@ private:
     static std::string move_name(int m) { return "move " + std::to_string(m); }
 
     void post(context c, task t) {
-        if (c == old_ctx && shutdown_ != shutdown::none)
-            return fail("a step posted to the old context during its shutdown");
+        // (While the shutdown waits for the calls into the context, one of them may post
+        // there: what it posts is destroyed with the context's queue.)
+        if (c == old_ctx && shutdown_ != shutdown::none && shutdown_ != shutdown::begun)
+            return fail("a step posted to the old context after its shutdown let go of its members");
         if (stopped_[c]) return fail(std::string("a step posted to ") + context_names[c] + " after its run() returned");
         queue_[c].push_back(t);
     }
@@ -216,7 +226,7 @@ private:
         if (moves_[m].counted) --calls_, moves_[m].counted = false;
     }
 
-    // The migrate call returned: the entry rechecked, then what the course says.
+    // The migrate call returned: the entry rechecked under the id's lock (migrate_now).
     void call_returned(int m) {
         auto& mv = moves_[m];
         mv.in_call = false;
@@ -224,6 +234,14 @@ private:
         if (!mv.entered) return fail(move_name(m) + " made its call without entering the old context");
         if (shutdown_ != shutdown::none) mv.executor = false; // (recheck)
         mv.ticket = reads_.ticket();
+        mv.handing_on = true;
+    }
+
+    // Then, out of the locks, what the course says (hand_on::run): the shutdown may have
+    // begun since the recheck.
+    void hand_on(int m) {
+        auto& mv = moves_[m];
+        mv.handing_on = false;
         for (auto a : rules_.course(move_place::called, facts())) {
             switch (a) {
             case move_action::post_old_step:
@@ -315,6 +333,17 @@ private:
         handler_gone();
     }
 
+    // Its step let go of without having run (destroyed with the old context's queue).
+    void drop_step(int m) {
+        const auto actions = rules_.course(move_place::step_dropped, {.look = true, .somewhere = !ends_on_old()});
+        if (actions.size == 0) return drop(m); // (its end, inside it, goes with it)
+        for (auto a : actions)
+            if (a == move_action::go_on)
+                at(move_place::old_step, m, true); // (from its destructor, on the shutdown's thread)
+            else
+                fail("an action out of place for a step let go of");
+    }
+
     // Its end let go of without having run: what the course says then.
     void drop(int m) {
         for (auto a : rules_.course(move_place::dropped, {}))
@@ -343,11 +372,15 @@ private:
             abandon(m);
         }
     }
-    // The scheduler's shutdown: what is queued on the old context is destroyed with it.
+    // The scheduler's shutdown: what is queued on the old context is destroyed with it: a
+    // move's step as the course says, a move's end lets go of its move.
     void destroy_queue() {
-        for (auto& t : queue_[old_ctx])
-            if (t.what == task::old_step || t.what == task::end) drop(t.move);
-        queue_[old_ctx].clear();
+        auto queued = std::exchange(queue_[old_ctx], {});
+        for (auto& t : queued)
+            if (t.what == task::old_step)
+                drop_step(t.move);
+            else if (t.what == task::end)
+                drop(t.move);
         shutdown_ = shutdown::freed;
         stopped_[old_ctx] = true;
     }
@@ -392,6 +425,8 @@ private:
             else if (mv.ends + mv.let_go != 1)
                 fail(move_name(m) + " ended " + std::to_string(mv.ends) + " times and was let go of " +
                      std::to_string(mv.let_go) + " times");
+            else if (mv.let_go && mv.kernel_moved && !ends_on_old())
+                fail(move_name(m) + " had somewhere else to end, but was let go of after its call");
             else if (mv.ends && mv.delivered != config_.events[m])
                 fail(move_name(m) + ": " + std::to_string(mv.delivered) + " of " + std::to_string(config_.events[m]) +
                      " events delivered");
@@ -485,6 +520,12 @@ move_actions call_then_enter(move_place place, move_facts facts) {
 // R2 put back: with no executor (the shutdown began), the step runs here whatever comes after.
 move_old_way run_here_regardless(bool executor, bool) { return move_old_way_for(executor, false); }
 
+// M1 put back: a step let go of unrun lets go of its move, whatever it had to end on.
+move_actions dropped_step_lets_go(move_place place, move_facts facts) {
+    if (place == move_place::step_dropped) return {};
+    return move_course(place, facts);
+}
+
 // The move's end not its owner: let go of, it leaves the move where it is.
 move_actions dropped_end_keeps_the_move(move_place place, move_facts facts) {
     if (place == move_place::dropped) return {};
@@ -524,6 +565,10 @@ BOOST_AUTO_TEST_CASE(the_explorer_finds_r1_put_back) {
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_r2_put_back) {
     expect_found("R2 put back", {.old_way = &run_here_regardless}, "ended on the old context during its shutdown");
+}
+
+BOOST_AUTO_TEST_CASE(the_explorer_finds_m1_put_back) {
+    expect_found("M1 put back", {.course = &dropped_step_lets_go}, "had somewhere else to end");
 }
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_move_end_that_does_not_own_its_move) {
