@@ -916,29 +916,40 @@ BOOST_AUTO_TEST_CASE(stop_on_the_accepting_thread_returns) {
     accepting.join();
 }
 
+namespace {
+// A connection request read on `accept_ctx`'s listener, not placed yet: its client waits,
+// connecting, on `client_ctx`.
+struct a_pending_request {
+    asio::io_context accept_ctx, client_ctx;
+    event_channel accept_channel{accept_ctx}, client_channel{client_ctx};
+    listener l{accept_channel};
+    cm_id client{client_channel};
+    std::optional<connection_request> request;
+
+    a_pending_request() {
+        l.bind(device_endpoint());
+        l.listen();
+        async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
+        l.async_get_request([this](error_code ec, connection_request r) {
+            if (!ec) request.emplace(std::move(r));
+        });
+        BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [this] { return request.has_value(); }));
+    }
+};
+} // namespace
+
 // Fresh review F1: a placement's move ends on its shard by way of the request's context,
 // which a stop() must not wait for (it may be that context's own thread: finding 2a). A
 // stop() between the migrate call and the next step let the shard run out of work: the end
 // was posted to a stopped context, the handler (its work tracked on shard 0) never ran, and
 // stop() never returned. Now the stop completes the placement (pool_stopped) itself.
 BOOST_AUTO_TEST_CASE(a_stop_while_a_placement_is_on_its_way_completes_it) {
-    asio::io_context accept_ctx, client_ctx;
-    event_channel accept_channel(accept_ctx), client_channel(client_ctx);
-    listener l(accept_channel);
-    l.bind(device_endpoint());
-    l.listen();
+    a_pending_request r;
     shard_pool pool(2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 1; });
-    cm_id client(client_channel);
-    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
-    std::optional<connection_request> request;
-    l.async_get_request([&](error_code ec, connection_request r) {
-        if (!ec) request.emplace(std::move(r));
-    });
-    BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
-    const auto* placed_id = request->id.native_handle();
+    const auto* placed_id = r.request->id.native_handle();
     std::atomic<int> placed{0};
     std::optional<error_code> result;
-    pool.async_place(std::move(*request), [&](error_code ec, pooled_connection) {
+    pool.async_place(std::move(*r.request), [&](error_code ec, pooled_connection) {
         result = ec;
         ++placed;
     });
@@ -960,12 +971,12 @@ BOOST_AUTO_TEST_CASE(a_stop_while_a_placement_is_on_its_way_completes_it) {
     // The step now runs: its end goes to the stopped shard, never run (destroyed with the
     // pool); the handler is not called again.
     run_both(
-        accept_ctx, client_ctx, [] { return false; }, 200ms);
+        r.accept_ctx, r.client_ctx, [] { return false; }, 200ms);
     BOOST_TEST(placed == 1);
-    l.close();
-    client.close();
+    r.l.close();
+    r.client.close();
     run_both(
-        accept_ctx, client_ctx, [] { return false; }, 200ms);
+        r.accept_ctx, r.client_ctx, [] { return false; }, 200ms);
 }
 
 // Finding 12: rdma_disconnect of an id still connecting can block (siw: up to its 10 s MPA
@@ -1436,18 +1447,8 @@ BOOST_AUTO_TEST_CASE(a_move_of_a_connection_being_placed_is_made_once_the_placem
     std::promise<pooled_connection> placed; // (before the pool: its handlers may run as it goes)
     std::promise<error_code> first, second;
     shard_pool pool{2, [](std::span<const std::size_t>, const connection_request&) -> std::size_t { return 0; }};
-    asio::io_context accept_ctx, client_ctx;
-    event_channel accept_channel{accept_ctx}, client_channel{client_ctx};
-    listener l{accept_channel};
-    l.bind(device_endpoint());
-    l.listen();
-    cm_id client(client_channel);
-    async_connect(client, device_endpoint(l.local_endpoint().port()), with_qp(), [](error_code, cm_event) {});
-    std::optional<connection_request> request;
-    l.async_get_request([&](error_code ec, connection_request r) {
-        if (!ec) request.emplace(std::move(r));
-    });
-    BOOST_REQUIRE(run_both(accept_ctx, client_ctx, [&] { return request.has_value(); }));
+    a_pending_request r;
+    auto& request = r.request;
 
     std::optional<std::jthread> placer; // (joined after the gate's end, whatever fails)
     std::optional<faults::gate> held(std::in_place, "rdma_migrate_id", request->id.native_handle());
@@ -1472,7 +1473,7 @@ BOOST_AUTO_TEST_CASE(a_move_of_a_connection_being_placed_is_made_once_the_placem
 
     auto placing = placed.get_future(); // (the placement ends by way of the listener's context)
     BOOST_REQUIRE(run_until(
-        accept_ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
+        r.accept_ctx, [&] { return placing.wait_for(0s) == std::future_status::ready; }, 10s));
     auto c = placing.get();
     auto moved = first.get_future();
     BOOST_REQUIRE(moved.wait_for(10s) == std::future_status::ready);
@@ -1480,7 +1481,7 @@ BOOST_AUTO_TEST_CASE(a_move_of_a_connection_being_placed_is_made_once_the_placem
     BOOST_TEST(!ec, ec.message());
     BOOST_TEST(c.shard() == 1u);
     BOOST_TEST(faults::calls("rdma_migrate_id", c.id().native_handle()) == 2); // placed, then moved
-    client.close();
+    r.client.close();
 }
 
 // Review F3: stop() racing a rebalance whose move fails. The move's failure is counted on
