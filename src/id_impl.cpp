@@ -624,10 +624,10 @@ void start(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executo
 void migrate(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
              const std::shared_ptr<channel_impl>& target, const boost::asio::any_io_executor& target_ex,
              void_handler h) {
-    if (id && target)
-        id->migrate(target, target_ex, std::move(h));
-    else
-        id_impl::refuse(ex, std::move(h), id ? errc::channel_closed : errc::not_open);
+    if (!id) return id_impl::refuse(ex, std::move(h), errc::not_open);
+    if (!target) return id_impl::refuse(ex, std::move(h), errc::channel_closed);
+    if (!target_ex) return id_impl::refuse(ex, std::move(h), boost::asio::error::invalid_argument);
+    id->migrate(target, target_ex, std::move(h));
 }
 void migrate_to_context(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
                         const boost::asio::any_io_executor& target_ex, void_handler h) {

@@ -121,6 +121,30 @@ BOOST_FIXTURE_TEST_CASE(closed_and_moved_from_objects, channel_fixture) {
     }());
 }
 
+// A move to no executor (an empty one, as a default-made any_io_executor is): refused with
+// invalid_argument on the id's executor, both forms. Before: the channel form took the empty
+// executor as its target (SIGSEGV at the move's end, rxe and siw), and a callback's
+// initiation threw bad_executor (its default executor was the empty target). The id stays
+// where it was, and moves afterwards.
+BOOST_FIXTURE_TEST_CASE(a_move_to_no_executor_is_refused, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        cm_id id(*channel);
+        event_channel other(ctx);
+        auto [to_context] = co_await id.async_migrate(asio::any_io_executor{}, asio::as_tuple(use_awaitable));
+        BOOST_TEST(to_context == make_error_code(asio::error::invalid_argument), to_context.message());
+        auto [to_channel] = co_await id.async_migrate(other, asio::any_io_executor{}, asio::as_tuple(use_awaitable));
+        BOOST_TEST(to_channel == make_error_code(asio::error::invalid_argument), to_channel.message());
+        // A callback (no executor of its own) runs on the id's.
+        std::optional<error_code> called;
+        id.async_migrate(asio::any_io_executor{}, [&](error_code ec) { called = ec; });
+        while (!called) co_await asio::post(ctx, use_awaitable);
+        BOOST_TEST(*called == make_error_code(asio::error::invalid_argument), called->message());
+        BOOST_TEST((id.get_executor() == asio::any_io_executor(ctx.get_executor())), "the id stayed");
+        co_await id.async_migrate(other, use_awaitable);
+        BOOST_TEST(id.is_open());
+    }());
+}
+
 // A server restarting on its port: close() returns before librdmacm has destroyed the
 // listener (on the library's destroyer thread), so a bind made at once could find the port
 // still taken (EADDRINUSE: this loop with close() had its first rebind refused in each of

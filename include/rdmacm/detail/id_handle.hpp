@@ -91,7 +91,7 @@ protected:
     // Moves the id to the channel `target`, its handlers then on `ex` (see async_migrate).
     template <typename Token>
     auto start_migrate(const std::shared_ptr<channel_impl>& target, const executor_type& ex, Token&& token) {
-        return async_start<void(error_code)>(ex, std::forward<Token>(token),
+        return async_start<void(error_code)>(migrate_initiation_executor(ex), std::forward<Token>(token),
                                              [this_ex = executor_, impl = impl_, target, ex](auto handler) {
                                                  id_ops::migrate(impl, this_ex, target, ex, std::move(handler));
                                              });
@@ -100,10 +100,17 @@ protected:
     // Moves the id to the channel of `ex`'s execution context, its handlers then on `ex`.
     template <typename Token>
     auto start_migrate_to_context(const executor_type& ex, Token&& token) {
-        return async_start<void(error_code)>(ex, std::forward<Token>(token),
+        return async_start<void(error_code)>(migrate_initiation_executor(ex), std::forward<Token>(token),
                                              [this_ex = executor_, impl = impl_, ex](auto handler) {
                                                  id_ops::migrate_to_context(impl, this_ex, ex, std::move(handler));
                                              });
+    }
+
+    // A move's handler runs on its target executor by default; with none given (an empty
+    // executor, refused with invalid_argument), on the id's, so that the refusal has
+    // somewhere to run instead of the initiation throwing bad_executor.
+    executor_type migrate_initiation_executor(const executor_type& target_ex) const noexcept {
+        return target_ex ? target_ex : get_executor();
     }
 
     executor_type executor_;

@@ -91,9 +91,10 @@ public:
     /// - errc::operation_in_progress: another migration of the id is under way.
     /// - errc::listener_cannot_migrate.
     /// - errc::channel_closed, errc::not_open.
+    /// - boost::asio::error::invalid_argument: `ex` is empty (the id stays).
     /// - operation_aborted: closed while moving.
     /// @par Executor
-    /// The handler's, by default `ex`.
+    /// The handler's, by default `ex` (the id's, when `ex` is empty).
     /// @par Lifetime
     /// Both channels' execution contexts must outlive the operation.
     /// @par Per-Operation Cancellation
