@@ -1,12 +1,14 @@
 #include "device_release.hpp"
 
 #include "destroyer.hpp"
+#include "rdmacm/endpoint.hpp"
 
 #include <rdma/rdma_cma.h>
 
 #include <map>
 #include <mutex>
 #include <set>
+#include <utility>
 
 namespace rdmacm::detail {
 namespace {
@@ -75,6 +77,24 @@ void release_removed_device(ibv_context* verbs) {
         if (!devices().releasing.insert(verbs).second) return; // under way
     }
     attempt(verbs, clock::now() + give_up_after);
+}
+
+device_reference::device_reference(const rdma_cm_id* id) noexcept {
+    // Bound to the id's own address (any port): the kernel binds it to that address's device.
+    endpoint at = to_endpoint(&id->route.addr.src_addr);
+    if (!supported(at)) return;
+    at.port(0);
+    // No channel: synchronous, and a bind has no event to wait for.
+    if (rdma_create_id(nullptr, &stand_in_, nullptr, id->ps) != 0) {
+        stand_in_ = nullptr;
+        return;
+    }
+    if (rdma_bind_addr(stand_in_, at.data()) != 0 || stand_in_->verbs != id->verbs)
+        rdma_destroy_id(std::exchange(stand_in_, nullptr));
+}
+
+device_reference::~device_reference() {
+    if (stand_in_) rdma_destroy_id(stand_in_);
 }
 
 } // namespace rdmacm::detail

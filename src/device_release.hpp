@@ -6,6 +6,7 @@
 // removal would wait for the process to exit (rdma-core's librdmacm/cma.c:
 // sync_devices_list, ucma_put_device; seen in the test bed's VM with rxe and siw).
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 namespace rdmacm::detail {
 
@@ -17,5 +18,23 @@ void unhold_device(ibv_context* verbs) noexcept;
 // An id on `verbs` saw DEVICE_REMOVAL and is destroyed: on the destroyer thread, resync
 // librdmacm's device list until the device has left it (at most 10 s; once per device).
 void release_removed_device(ibv_context* verbs);
+
+// A reference on librdmacm's record of `id`'s device, as one more id bound to it holds,
+// for a destroy that takes the id before its queue pair: librdmacm deallocates its
+// protection domain of a device with the device's last id (ucma_put_device), which fails
+// (EBUSY) while a queue pair still uses the domain, and the domain is then forgotten (the
+// provider's allocation leaks). With this reference, the domain goes with it, after the
+// queue pair. Best effort: none when the stand-in id cannot be made or bound, or lands on
+// another device of the same address.
+class device_reference {
+public:
+    explicit device_reference(const rdma_cm_id* id) noexcept;
+    ~device_reference();
+    device_reference(const device_reference&) = delete;
+    device_reference& operator=(const device_reference&) = delete;
+
+private:
+    rdma_cm_id* stand_in_ = nullptr;
+};
 
 } // namespace rdmacm::detail

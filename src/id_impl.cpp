@@ -409,8 +409,10 @@ void id_impl::destroy() noexcept {
     // A connect or accept in flight: siw blocks QP destruction (and rdma_disconnect) for its
     // 10 s MPA time-out, while destroying the id returns at once and takes the connection
     // attempt with it. So the id goes first, and we free what rdma_destroy_qp would: the QP
-    // and the CQs and channels librdmacm made for it. (librdmacm may then fail to free the
-    // device's protection domain, still used by the QP: a few bytes, once per device.)
+    // and the CQs and channels librdmacm made for it. The device's protection domain, which
+    // the QP uses, must outlive it: held by a reference on the device (the id may be its last).
+    std::optional<device_reference> device;
+    if (id_->qp) device.emplace(id_);
     ibv_qp* qp = std::exchange(id_->qp, nullptr);
     ibv_cq* send_cq = std::exchange(id_->send_cq, nullptr);
     ibv_cq* recv_cq = std::exchange(id_->recv_cq, nullptr);
