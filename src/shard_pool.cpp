@@ -10,6 +10,7 @@
 #include "rdmacm/listener.hpp"
 
 #include "dispatch_to_handler.hpp"
+#include "pool_machine.hpp"
 
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/bind_allocator.hpp>
@@ -336,6 +337,11 @@ std::optional<pool_impl::ordered_move> pool_impl::order_move_locked(const std::s
         post_to_handler(shared_from_this(), fallback, std::move(handler), ec);
         return std::nullopt;
     }
+    // pool_move_course at `ordered`: refused once stopping, else both shards held in this
+    // hold of the lock (fallback, old_shard), then the id's move.
+    static_assert(pool_move_course(pool_move_place::ordered, {.stopping = true}).list[0] == pool_move_action::refuse &&
+                  pool_move_course(pool_move_place::ordered, {}).list[0] == pool_move_action::hold_shards &&
+                  pool_move_course(pool_move_place::ordered, {}).list[1] == pool_move_action::migrate);
     state->moving = true;
     auto target = access::impl(*shards_[to].channel);
     executor_type target_ex = shards_[to].context.get_executor();
@@ -356,7 +362,7 @@ pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> sta
                          how](error_code migrated) mutable {
         auto self = weak.lock(); // weakly, as in place()
         if (!self) return;
-        if (migrated) {
+        if (migrated) { // pool_move_course at `failed`
             std::optional<ordered_move> next;
             {
                 std::lock_guard relock(self->mutex_);
@@ -364,8 +370,13 @@ pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> sta
             }
             if (next) next->start();
             dispatch_to_handler(std::move(handler), fallback, migrated);
+            old_shard = executor_type();
             return;
         }
+        static_assert(pool_move_course(pool_move_place::failed, {}).size == 3 &&
+                      pool_move_course(pool_move_place::failed, {}).list[2] == pool_move_action::release_old &&
+                      pool_move_course(pool_move_place::migrated, {}).list[0] == pool_move_action::follow_strand &&
+                      pool_move_course(pool_move_place::migrated, {}).list[1] == pool_move_action::release_old);
         auto& home = self->shards_[to].context;
         executor_type strand;
         {
@@ -395,7 +406,8 @@ pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> sta
         if (const auto* s = strand.target<connection_strand>()) // (the only kind a pooled connection has)
             on_strand_at(*s, home, std::move(moved));
         else
-            moved(); // its shard has shut down: nothing runs on the strand any more
+            moved();                 // its shard has shut down: nothing runs on the strand any more
+        old_shard = executor_type(); // once the hop is posted (a hop queued there is its own work)
     });
 }
 
@@ -411,11 +423,12 @@ struct rebalance_op {
 };
 
 void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler) {
-    executor_type fallback; // where the report goes: its work held until then
+    executor_type fallback; // where the report goes: its work held until then (pool_rebalance_start)
     {
         std::lock_guard lock(mutex_);
         fallback = holding_executor(0);
     }
+    static_assert(pool_rebalance_start({}).list[0] == pool_move_action::hold_shards);
     rebalance_report report;
     report.before = connection_counts();
     auto moves = stopping_ ? std::vector<planned_move>{} : plan(snapshot(), shards_.size());
@@ -466,6 +479,12 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
         id_impl::migrate_together(std::move(pair.orders), pair.target, pair.target_ex);
 }
 
+// In pool_stop_course's order: refuse what is ordered from here, complete what waits, close,
+// let go of the shards, join.
+static_assert(pool_stop_course[0] == pool_stop_step::refuse_new &&
+              pool_stop_course[1] == pool_stop_step::complete_waiting &&
+              pool_stop_course[2] == pool_stop_step::close_ids &&
+              pool_stop_course[3] == pool_stop_step::release_shards && pool_stop_course[4] == pool_stop_step::join);
 void pool_impl::stop(pool_stop_mode mode) {
     std::vector<std::shared_ptr<id_impl>> to_close;
     std::vector<place_handler> placing; // placements whose move has not ended: pool_stopped
