@@ -14,6 +14,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
+#include <cstdlib>
+#include <future>
+#include <thread>
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #endif
@@ -290,4 +295,72 @@ BOOST_FIXTURE_TEST_CASE(a_connect_closed_as_its_device_s_last_id_leaves_nothing,
         co_await client.async_close(use_awaitable);
     }());
     BOOST_TEST(!leak_found_so_far());
+}
+
+namespace {
+// A cancellation slot's handler whose destructor calls back into the object it was put in
+// a slot for — user code: a previous operation's handler may do anything when it goes.
+template <typename Object>
+struct calls_back_when_gone {
+    Object* object;
+    calls_back_when_gone(Object* o) : object(o) {}
+    calls_back_when_gone(calls_back_when_gone&& other) noexcept : object(std::exchange(other.object, nullptr)) {}
+    void operator()(asio::cancellation_type) {}
+    ~calls_back_when_gone() {
+        if (object) object->close();
+    }
+};
+
+// Runs `start` on a thread of its own; a deadlock ends the binary (its thread cannot be joined).
+template <typename F>
+void within_ten_seconds(const char* name, F start) {
+    std::packaged_task<void()> task(std::move(start));
+    auto done = task.get_future();
+    std::thread t(std::move(task));
+    if (done.wait_for(10s) != std::future_status::ready) {
+        std::fprintf(stderr, "%s: deadlocked\n", name);
+        std::_Exit(1);
+    }
+    t.join();
+    done.get();
+}
+} // namespace
+
+// The fifth review's F5-7: the core puts an operation's canceller into its handler's slot
+// under the id's (the queue pair's) lock, and installing into a slot destroys what it held
+// — a handler of the user's, whose destructor may call back into the same object (here
+// close(), which takes that lock: a deadlock if it ran there). It does not run there:
+// Boost's any_completion_handler (1.81) makes a cancellation_state on the handler's slot as
+// the initiation type-erases the handler, before any lock of ours, and the core installs
+// into that state's own slot. Held here so that a change (of Boost, or of how handlers are
+// erased) that moves the destruction under a lock is caught: both kinds of object, rxe and
+// siw. The operation starts after the close, and is refused.
+BOOST_FIXTURE_TEST_CASE(a_slot_s_previous_handler_may_call_back_when_an_operation_replaces_it, channel_fixture) {
+    cm_id id(*channel);
+    run(ctx, [&]() -> awaitable<void> {
+        co_await id.async_resolve_address(device_endpoint(1), 2000ms, use_awaitable);
+    }());
+    queue_pair qp(id);
+    std::array<std::byte, 64> buf{};
+    memory_region mr(qp.pd(), buf);
+
+    asio::cancellation_signal qp_signal, id_signal;
+    qp_signal.slot().emplace<calls_back_when_gone<queue_pair>>(&qp);
+    std::optional<error_code> received;
+    within_ten_seconds("a queue pair's receive", [&] {
+        qp.async_receive(mr, buf,
+                         asio::bind_cancellation_slot(qp_signal.slot(), [&](error_code ec, std::size_t) { received = ec; }));
+    });
+    BOOST_TEST(run_until(
+        ctx, [&] { return received.has_value(); }, 10s));
+    BOOST_TEST(!qp.is_open(), "the handler going closed it");
+
+    id_signal.slot().emplace<calls_back_when_gone<cm_id>>(&id);
+    std::optional<error_code> event;
+    within_ten_seconds("an id's next event", [&] {
+        id.async_next_event(asio::bind_cancellation_slot(id_signal.slot(), [&](error_code ec, cm_event) { event = ec; }));
+    });
+    BOOST_TEST(run_until(
+        ctx, [&] { return event.has_value(); }, 10s));
+    BOOST_TEST(*event == make_error_code(errc::not_open), event->message()); // closed as it started
 }
