@@ -337,9 +337,8 @@ void within_ten_seconds(const char* name, F start) {
 // siw. The operation starts after the close, and is refused.
 BOOST_FIXTURE_TEST_CASE(a_slot_s_previous_handler_may_call_back_when_an_operation_replaces_it, channel_fixture) {
     cm_id id(*channel);
-    run(ctx, [&]() -> awaitable<void> {
-        co_await id.async_resolve_address(device_endpoint(1), 2000ms, use_awaitable);
-    }());
+    run(ctx,
+        [&]() -> awaitable<void> { co_await id.async_resolve_address(device_endpoint(1), 2000ms, use_awaitable); }());
     queue_pair qp(id);
     std::array<std::byte, 64> buf{};
     memory_region mr(qp.pd(), buf);
@@ -348,8 +347,9 @@ BOOST_FIXTURE_TEST_CASE(a_slot_s_previous_handler_may_call_back_when_an_operatio
     qp_signal.slot().emplace<calls_back_when_gone<queue_pair>>(&qp);
     std::optional<error_code> received;
     within_ten_seconds("a queue pair's receive", [&] {
-        qp.async_receive(mr, buf,
-                         asio::bind_cancellation_slot(qp_signal.slot(), [&](error_code ec, std::size_t) { received = ec; }));
+        qp.async_receive(mr, buf, asio::bind_cancellation_slot(qp_signal.slot(), [&](error_code ec, std::size_t) {
+                             received = ec;
+                         }));
     });
     BOOST_TEST(run_until(
         ctx, [&] { return received.has_value(); }, 10s));
@@ -358,7 +358,8 @@ BOOST_FIXTURE_TEST_CASE(a_slot_s_previous_handler_may_call_back_when_an_operatio
     id_signal.slot().emplace<calls_back_when_gone<cm_id>>(&id);
     std::optional<error_code> event;
     within_ten_seconds("an id's next event", [&] {
-        id.async_next_event(asio::bind_cancellation_slot(id_signal.slot(), [&](error_code ec, cm_event) { event = ec; }));
+        id.async_next_event(
+            asio::bind_cancellation_slot(id_signal.slot(), [&](error_code ec, cm_event) { event = ec; }));
     });
     BOOST_TEST(run_until(
         ctx, [&] { return event.has_value(); }, 10s));
