@@ -72,9 +72,9 @@ public:
         using namespace std::chrono_literals;
         awaitable_id id(channel);
         // Resolve, route, queue pair, receives posted, connect: one operation.
-        auto [established, qp, echoes] =
-            co_await rdmacm::async_connect(id, server, {.resolve_timeout = 2s}, {.max_send_wr = 4, .max_recv_wr = 4},
-                                           {.depth = 4, .message_size = size});
+        auto [established, qp, echoes] = co_await rdmacm::async_connect(
+            id, server, {.resolve_timeout = 2s},
+            {.qp = {.max_send_wr = 4, .max_recv_wr = 4}, .receives = {.depth = 4, .message_size = size}});
         co_return std::unique_ptr<echo_peer>(new echo_peer(std::move(id), std::move(qp), std::move(echoes), size));
     }
 

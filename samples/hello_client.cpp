@@ -36,7 +36,7 @@ asio::awaitable<void> greet(rdmacm::endpoint server, std::string name) {
     rdmacm::cm_id id(co_await asio::this_coro::executor); // on its context's event channel
     // Resolve, route, a queue pair with 4 receives of 80 bytes posted, connect: one operation.
     auto [established, qp, inbox] = co_await rdmacm::async_connect(
-        id, server, {}, {.max_send_wr = 4, .max_recv_wr = 4}, {.depth = 4, .message_size = 80}, asio::use_awaitable);
+        id, server, rdmacm::data_path_options{.receives = {.depth = 4, .message_size = 80}}, asio::use_awaitable);
     rdmacm::memory_region name_mr(qp.pd(), std::as_writable_bytes(std::span(name)));
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (int attempt = 1;; ++attempt) {

@@ -446,8 +446,10 @@ BOOST_FIXTURE_TEST_CASE(composed_connects, channel_fixture) {
     });
     on_fresh_ids("async_connect yielding a queue_pair and a receive_pool",
                  [](cm_id& id, const endpoint& to, auto token) {
-                     return async_connect(id, to, {}, {.max_send_wr = 1, .max_recv_wr = 1},
-                                          {.depth = 1, .message_size = 16}, std::move(token));
+                     return async_connect(id, to,
+                                          data_path_options{.qp = {.max_send_wr = 1, .max_recv_wr = 1},
+                                                            .receives = {.depth = 1, .message_size = 16}},
+                                          std::move(token));
                  });
 }
 

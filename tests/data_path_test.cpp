@@ -256,9 +256,9 @@ BOOST_FIXTURE_TEST_CASE(the_composed_connect_yields_a_queue_pair_and_posted_rece
         });
         connect_options options;
         options.params.rnr_retry_count = 0; // the server's queue pair's, on IB
-        auto [established, qp, receives] =
-            co_await async_connect(client, l.local_endpoint(), options, {.max_send_wr = 4, .max_recv_wr = 4},
-                                   {.depth = 4, .message_size = 64}, use_awaitable);
+        auto [established, qp, receives] = co_await async_connect(
+            client, l.local_endpoint(), options,
+            {.qp = {.max_send_wr = 4, .max_recv_wr = 4}, .receives = {.depth = 4, .message_size = 64}}, use_awaitable);
         BOOST_TEST(co_await eventually([&] { return accepted; }));
         BOOST_TEST(text_of(established.private_data().first(5)) == "ready");
         BOOST_REQUIRE(qp.is_open());
@@ -303,8 +303,9 @@ BOOST_AUTO_TEST_CASE(the_composed_connect_reports_what_failed) {
                   std::tuple{connect_options{}, receive_pool_options{.message_size = beyond_32_bits}, "receive_pool"},
                   std::tuple{with_qp(), receive_pool_options{}, "connect_options::qp"}}) {
                 cm_id client(channel);
-                auto [ec, established, qp, receives] = co_await async_connect(
-                    client, l.local_endpoint(), options, {.max_recv_wr = 64}, bad, asio::as_tuple(use_awaitable));
+                auto [ec, established, qp, receives] =
+                    co_await async_connect(client, l.local_endpoint(), options,
+                                           {.qp = {.max_recv_wr = 64}, .receives = bad}, asio::as_tuple(use_awaitable));
                 BOOST_TEST((ec == std::errc::invalid_argument), ec.message());
                 BOOST_TEST(std::string_view(ec.location().function_name()) == what);
                 BOOST_TEST(!qp.is_open());
@@ -322,8 +323,8 @@ BOOST_AUTO_TEST_CASE(the_composed_connect_reports_what_failed) {
             cm_id client(channel);
             auto port = l.local_endpoint().port();
             l.close();
-            auto [ec, established, qp, receives] =
-                co_await async_connect(client, device_endpoint(port), {}, {}, {}, asio::as_tuple(use_awaitable));
+            auto [ec, established, qp, receives] = co_await async_connect(
+                client, device_endpoint(port), data_path_options{}, asio::as_tuple(use_awaitable));
             BOOST_TEST((ec == std::errc::connection_refused), ec.message()); // rejected (rxe), ECONNREFUSED (siw)
             BOOST_TEST(!qp.is_open());
             BOOST_TEST(!receives.is_open());

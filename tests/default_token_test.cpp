@@ -128,7 +128,7 @@ BOOST_FIXTURE_TEST_CASE(the_composed_connect_s_pool_without_a_token, channel_fix
         awaitable_id client(*channel);
         auto client_side = [&]() -> awaitable<void> {
             auto [ev, qp, pool] =
-                co_await async_connect(client, l.local_endpoint(), {}, {}, {.depth = 4, .message_size = 64});
+                co_await async_connect(client, l.local_endpoint(), {.receives = {.depth = 4, .message_size = 64}});
             static_assert(std::is_same_v<decltype(qp), awaitable_queue_pair>);
             static_assert(std::is_same_v<decltype(pool), basic_receive_pool<default_executor>>);
             BOOST_TEST(ev.type() == RDMA_CM_EVENT_ESTABLISHED);

@@ -119,7 +119,8 @@ asio::awaitable<void> pooled_receives(awaitable_queue_pair& qp) {
 asio::awaitable<void> composed_connect(awaitable_id& id, rdmacm::endpoint server) {
     // [composed_connect]
     auto [established, qp, pool] = co_await rdmacm::async_connect(
-        id, server, {}, {.max_send_wr = 64, .max_recv_wr = 64}, {.depth = 64, .message_size = 4096});
+        id, server,
+        rdmacm::data_path_options{.qp = {.max_recv_wr = 64}, .receives = {.depth = 64, .message_size = 4096}});
     // [composed_connect]
 }
 

@@ -30,6 +30,17 @@ struct connect_options {
     ibv_pd* pd = nullptr; ///< for `qp`; nullptr: the device's default
 };
 
+/// The data path the composed connect makes before it connects: a `queue_pair` and a
+/// `receive_pool` on it, whose receives are posted before the peer can send.
+///
+/// @code
+/// co_await rdmacm::async_connect(id, server, rdmacm::data_path_options{.receives = {.depth = 16}});
+/// @endcode
+struct data_path_options {
+    queue_pair_options qp{};         ///< the queue pair's sizes, protection domain, polling
+    receive_pool_options receives{}; ///< `receives.depth` at most `qp.max_recv_wr`
+};
+
 namespace detail {
 
 // What a composed connect puts on the id once its route is resolved, and how it completes.
@@ -55,8 +66,7 @@ struct attach_raw_qp {
 // on an error, unopened ones on the id's executor.
 template <typename Executor>
 struct attach_queue_pair {
-    queue_pair_options qp_options;
-    receive_pool_options receives;
+    data_path_options data_path;
     bool raw_qp_too; // connect_options::qp given as well: which one was meant?
     std::optional<basic_queue_pair<Executor>> qp{};
     std::optional<basic_receive_pool<Executor>> pool{};
@@ -64,11 +74,12 @@ struct attach_queue_pair {
     error_code before_connect(basic_cm_id<Executor>& id) {
         if (raw_qp_too) return RDMACM_CALL_ERRNO("connect_options::qp", EINVAL);
         // Beyond the queue's receives, the pool would fail its own posts later, unseen.
+        const auto& receives = data_path.receives;
         if (!receive_pool_ops::valid_sizes(receives.depth, receives.message_size) ||
-            receives.depth > qp_options.max_recv_wr)
+            receives.depth > data_path.qp.max_recv_wr)
             return RDMACM_CALL_ERRNO("receive_pool", EINVAL);
         try {
-            qp.emplace(id, qp_options);
+            qp.emplace(id, data_path.qp);
             pool.emplace(*qp, receives.depth, receives.message_size);
         } catch (const boost::system::system_error& e) {
             return e.code();
@@ -150,11 +161,13 @@ auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const conn
 }
 
 /// Connects `id` to `remote` with a data path: `async_resolve_address`,
-/// `async_resolve_route`, a `queue_pair` (`qp_options`) and a `receive_pool` on it
-/// (`receives`: its receives posted before the peer can send), then `async_connect`.
+/// `async_resolve_route`, a `queue_pair` (`data_path.qp`) and a `receive_pool` on it
+/// (`data_path.receives`: its receives posted before the peer can send), then
+/// `async_connect`.
 ///
 /// @code
-/// auto [established, qp, receives] = co_await rdmacm::async_connect(id, server, {}, {}, {.depth = 16});
+/// auto [established, qp, receives] =
+///     co_await rdmacm::async_connect(id, server, rdmacm::data_path_options{.receives = {.depth = 16}});
 /// @endcode
 ///
 /// @par Completion Signature
@@ -165,7 +178,7 @@ auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const conn
 /// `cm_id::async_connect` leaves it (with its queue pair, if one was made): close it.
 /// - The step that failed, as documented on cm_id.
 /// - "ibv_create_cq", "rdma_create_qp", "ibv_reg_mr" for the data path.
-/// - EINVAL "receive_pool": a depth of 0 or beyond `qp_options.max_recv_wr`, or a message
+/// - EINVAL "receive_pool": a depth of 0 or beyond `data_path.qp.max_recv_wr`, or a message
 ///   size of 0 or beyond 2^32 − 2.
 /// - EINVAL "connect_options::qp": `options.qp` asks for a raw queue pair as well.
 /// - errc::private_data_too_long: before any step, for more than 255 bytes of private data.
@@ -179,17 +192,22 @@ template <typename Executor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm
                                                                   basic_receive_pool<Executor>))
                                  Token = boost::asio::default_completion_token_t<Executor>>
 auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const connect_options& options,
-                   const queue_pair_options& qp_options, const receive_pool_options& receives,
+                   const data_path_options& data_path,
                    Token&& token = boost::asio::default_completion_token_t<Executor>()) {
     return boost::asio::async_compose<Token, void(error_code, cm_event, basic_queue_pair<Executor>,
                                                   basic_receive_pool<Executor>)>(
         detail::connect_op<Executor, detail::attach_queue_pair<Executor>>{
-            id,
-            remote,
-            options,
-            detail::owned_conn_params(options.params),
-            {qp_options, receives, options.qp.has_value()}},
+            id, remote, options, detail::owned_conn_params(options.params), {data_path, options.qp.has_value()}},
         token, id.get_executor());
+}
+
+/// As above, with the default `connect_options`.
+template <typename Executor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, cm_event, basic_queue_pair<Executor>,
+                                                                  basic_receive_pool<Executor>))
+                                 Token = boost::asio::default_completion_token_t<Executor>>
+auto async_connect(basic_cm_id<Executor>& id, const endpoint& remote, const data_path_options& data_path,
+                   Token&& token = boost::asio::default_completion_token_t<Executor>()) {
+    return async_connect(id, remote, connect_options{}, data_path, std::forward<Token>(token));
 }
 
 } // namespace rdmacm

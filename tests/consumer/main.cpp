@@ -27,7 +27,8 @@ asio::awaitable<void> echo_once(awaitable_listener& l, awaitable_channel& other)
 
 // Resolve, route, a queue pair with its receives posted, connect: one operation.
 asio::awaitable<void> connect(awaitable_id& id, const rdmacm::endpoint& to) {
-    auto [established, qp, inbox] = co_await rdmacm::async_connect(id, to, {}, {}, {.depth = 4, .message_size = 64});
+    auto [established, qp, inbox] =
+        co_await rdmacm::async_connect(id, to, {.receives = {.depth = 4, .message_size = 64}});
     auto greeting = co_await inbox.async_receive();
     co_await qp.async_send(inbox.region(), greeting.data()); // said back
 }
