@@ -81,8 +81,9 @@ void release_removed_device(ibv_context* verbs) {
 
 device_reference::device_reference(const rdma_cm_id* id) noexcept {
     // Bound to the id's own address (any port): the kernel binds it to that address's device.
+    const int family = id->route.addr.src_addr.sa_family;
+    if (family != AF_INET && family != AF_INET6) return; // (AF_IB: none)
     endpoint at = to_endpoint(&id->route.addr.src_addr);
-    if (!supported(at)) return;
     at.port(0);
     // No channel: synchronous, and a bind has no event to wait for.
     if (rdma_create_id(nullptr, &stand_in_, nullptr, id->ps) != 0) {

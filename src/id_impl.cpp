@@ -627,21 +627,23 @@ void migrate(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_execu
              const std::shared_ptr<channel_impl>& target, const boost::asio::any_io_executor& target_ex,
              void_handler h) {
     if (!id) return id_impl::refuse(ex, std::move(h), errc::not_open);
-    if (!target) return id_impl::refuse(ex, std::move(h), errc::channel_closed);
-    if (!target_ex) return id_impl::refuse(ex, std::move(h), boost::asio::error::invalid_argument);
+    // On the id's executor as it is now: the handle's may be of a context it left.
+    if (!target) return id_impl::refuse(id->get_executor(), std::move(h), errc::channel_closed);
+    if (!target_ex) return id_impl::refuse(id->get_executor(), std::move(h), boost::asio::error::invalid_argument);
     id->migrate(target, target_ex, std::move(h));
 }
 void migrate_to_context(const std::shared_ptr<id_impl>& id, const boost::asio::any_io_executor& ex,
                         const boost::asio::any_io_executor& target_ex, void_handler h) {
     if (!id) return id_impl::refuse(ex, std::move(h), errc::not_open);
-    if (!target_ex) return id_impl::refuse(ex, std::move(h), boost::asio::error::invalid_argument);
+    const auto here = id->get_executor(); // (as in migrate)
+    if (!target_ex) return id_impl::refuse(here, std::move(h), boost::asio::error::invalid_argument);
     std::optional<owned_channel> target; // (held until the move took its own owner)
     try {
         target.emplace(context_channel(target_ex));
     } catch (const boost::system::system_error& e) {
-        return id_impl::refuse(ex, std::move(h), e.code());
+        return id_impl::refuse(here, std::move(h), e.code());
     } catch (const std::bad_alloc&) {
-        return id_impl::refuse(ex, std::move(h), boost::asio::error::no_memory);
+        return id_impl::refuse(here, std::move(h), boost::asio::error::no_memory);
     }
     id->migrate(target->get(), target_ex, std::move(h));
 }

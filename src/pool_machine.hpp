@@ -1,6 +1,6 @@
 #pragma once
 // A pooled move's course and a pool's stop, as plain code without I/O: what keeps each shard
-// running while a move, a placement's end or a rebalance is under way, what is done where,
+// running while a move or a rebalance is under way, what is done where,
 // and in which order stop() lets go of the shards. src/shard_pool.cpp does what these say;
 // tests/pool_explorer_test.cpp runs the same code against every interleaving of a model of
 // the shards (each an io_context whose run() returns once it has no work), a stop and the

@@ -319,39 +319,49 @@ std::optional<pool_impl::ordered_move> pool_impl::order_move(const std::shared_p
 std::optional<pool_impl::ordered_move> pool_impl::order_move_locked(const std::shared_ptr<pooled_state>& state,
                                                                     std::size_t to, void_handler handler,
                                                                     moved_handler how) {
-    auto fallback = holding_executor(to < shards_.size() ? to : 0);
-    auto id = state ? state->id.lock() : nullptr;
-    error_code ec;
-    if (stopping_)
-        ec = errc::pool_stopped;
-    else if (!id || !connections_.contains(state->key))
-        ec = errc::not_open;
-    else if (to >= shards_.size())
-        ec = errc::no_such_shard;
-    else if (state->moving && !state->queued) { // made when the one under way ends
-        state->queued.emplace(queued_move{to, std::move(handler), how});
-        return std::nullopt;
-    } else if (state->moving)
-        ec = errc::operation_in_progress;
-    if (ec || state->shard == to) {
-        post_to_handler(shared_from_this(), fallback, std::move(handler), ec);
-        return std::nullopt;
-    }
-    // pool_move_course at `ordered`: refused once stopping, else both shards held in this
-    // hold of the lock (fallback, old_shard), then the id's move.
-    static_assert(pool_move_course(pool_move_place::ordered, {.stopping = true}).list[0] == pool_move_action::refuse &&
-                  pool_move_course(pool_move_place::ordered, {}).list[0] == pool_move_action::hold_shards &&
-                  pool_move_course(pool_move_place::ordered, {}).list[1] == pool_move_action::migrate);
-    state->moving = true;
-    auto target = access::impl(*shards_[to].channel);
-    executor_type target_ex = shards_[to].context.get_executor();
-    // The move holds work on both its shards from here until its handler is done (`fallback`
-    // on the new one): each step it posts, to either, finds it running, and stop() waits
+    // What pool_move_course says at `ordered`, in this hold of the pool's lock: refused once
+    // stopping; else both shards held, from here until the handler is done (`fallback` on the
+    // new one), so each step the move posts, to either, finds it running, and stop() waits
     // for it (review F3: a failed move's count posted to a shard stop() had let go of).
-    auto old_shard = holding_executor(state->shard);
-    // (Built in place: Boost 1.81's any_completion_handler move assignment recurses.)
-    return ordered_move{std::move(id), on_migrated(state, to, std::move(handler), fallback, std::move(old_shard), how),
-                        std::move(target), std::move(target_ex)};
+    executor_type fallback, old_shard;
+    for (auto action : pool_move_course(pool_move_place::ordered, {.stopping = stopping_})) {
+        switch (action) {
+        case pool_move_action::refuse: // (holding_executor: the system executor, once stopping)
+            post_to_handler(shared_from_this(), holding_executor(0), std::move(handler),
+                            error_code(errc::pool_stopped));
+            return std::nullopt;
+        case pool_move_action::hold_shards:
+            fallback = holding_executor(to < shards_.size() ? to : 0);
+            old_shard = holding_executor(state ? state->shard.load() : 0);
+            break;
+        case pool_move_action::migrate: {
+            auto id = state ? state->id.lock() : nullptr;
+            error_code ec;
+            if (!id || !connections_.contains(state->key))
+                ec = errc::not_open;
+            else if (to >= shards_.size())
+                ec = errc::no_such_shard;
+            else if (state->moving && !state->queued) { // made when the one under way ends
+                state->queued.emplace(queued_move{to, std::move(handler), how});
+                return std::nullopt;
+            } else if (state->moving)
+                ec = errc::operation_in_progress;
+            if (ec || state->shard == to) {
+                post_to_handler(shared_from_this(), fallback, std::move(handler), ec);
+                return std::nullopt;
+            }
+            state->moving = true;
+            auto target = access::impl(*shards_[to].channel);
+            executor_type target_ex = shards_[to].context.get_executor();
+            // (Built in place: Boost 1.81's any_completion_handler move assignment recurses.)
+            return ordered_move{std::move(id),
+                                on_migrated(state, to, std::move(handler), fallback, std::move(old_shard), how),
+                                std::move(target), std::move(target_ex)};
+        }
+        default: break; // (none other at `ordered`)
+        }
+    }
+    return std::nullopt;
 }
 
 pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> state, std::size_t to,
@@ -479,54 +489,62 @@ void pool_impl::rebalance(const rebalance_plan& plan, rebalance_handler handler)
         id_impl::migrate_together(std::move(pair.orders), pair.target, pair.target_ex);
 }
 
-// In pool_stop_course's order: refuse what is ordered from here, complete what waits, close,
-// let go of the shards, join.
-static_assert(pool_stop_course[0] == pool_stop_step::refuse_new &&
-              pool_stop_course[1] == pool_stop_step::complete_waiting &&
-              pool_stop_course[2] == pool_stop_step::close_ids &&
-              pool_stop_course[3] == pool_stop_step::release_shards && pool_stop_course[4] == pool_stop_step::join);
+// stop() takes pool_stop_course's steps in its order.
 void pool_impl::stop(pool_stop_mode mode) {
     std::vector<std::shared_ptr<id_impl>> to_close;
-    std::vector<place_handler> placing; // placements whose move has not ended: pool_stopped
-    std::vector<queued_move> queued;    // moves waiting behind one: pool_stopped
-    {
-        std::lock_guard lock(mutex_);
-        if (!stopping_)
-            for (auto& l : listeners_)
-                if (auto id = l.lock()) to_close.push_back(std::move(id));
-        stopping_ = true;
-        listeners_.clear();
-        for (auto it = connections_.begin(); it != connections_.end();) {
-            auto& state = *it->second;
-            if (state.queued) queued.push_back(std::move(*state.queued));
-            state.queued.reset();
-            if (mode == pool_stop_mode::close || state.placing)
-                if (auto id = state.id.lock()) to_close.push_back(std::move(id));
-            if (!state.placing) {
-                ++it;
-                continue;
-            }
-            placing.emplace_back(std::move(*state.placing));
-            state.placing.reset();
-            --shards_[state.shard].connections;
-            it = connections_.erase(it);
-        }
-    }
+    std::vector<place_handler> placing;                      // placements whose move has not ended: pool_stopped
+    std::vector<queued_move> queued;                         // moves waiting behind one: pool_stopped
     const executor_type ex = boost::asio::system_executor(); // (stopping: as holding_executor's)
-    for (auto& h : placing)
-        post_to_handler(shared_from_this(), ex, std::move(h), error_code(errc::pool_stopped), failed_connection(ex));
-    for (auto& m : queued)
-        post_to_handler(shared_from_this(), ex, std::move(m.handler), error_code(errc::pool_stopped));
-    for (auto& id : to_close) id->close();
-    {
-        // The ids keep their channels alive; once the last has gone, the shard runs out of work.
-        std::lock_guard lock(mutex_);
-        for (auto& s : shards_) {
-            s.channel.reset();
-            s.guard.reset();
+    for (auto step : pool_stop_course) {
+        switch (step) {
+        case pool_stop_step::refuse_new: {
+            std::lock_guard lock(mutex_);
+            if (!stopping_)
+                for (auto& l : listeners_)
+                    if (auto id = l.lock()) to_close.push_back(std::move(id));
+            stopping_ = true;
+            listeners_.clear();
+            for (auto it = connections_.begin(); it != connections_.end();) {
+                auto& state = *it->second;
+                if (state.queued) queued.push_back(std::move(*state.queued));
+                state.queued.reset();
+                if (mode == pool_stop_mode::close || state.placing)
+                    if (auto id = state.id.lock()) to_close.push_back(std::move(id));
+                if (!state.placing) {
+                    ++it;
+                    continue;
+                }
+                placing.emplace_back(std::move(*state.placing));
+                state.placing.reset();
+                --shards_[state.shard].connections;
+                it = connections_.erase(it);
+            }
+            break;
+        }
+        case pool_stop_step::complete_waiting:
+            for (auto& h : placing)
+                post_to_handler(shared_from_this(), ex, std::move(h), error_code(errc::pool_stopped),
+                                failed_connection(ex));
+            for (auto& m : queued)
+                post_to_handler(shared_from_this(), ex, std::move(m.handler), error_code(errc::pool_stopped));
+            break;
+        case pool_stop_step::close_ids:
+            for (auto& id : to_close) id->close();
+            break;
+        case pool_stop_step::release_shards: {
+            // The ids keep their channels alive; once the last has gone, the shard runs out of work.
+            std::lock_guard lock(mutex_);
+            for (auto& s : shards_) {
+                s.channel.reset();
+                s.guard.reset();
+            }
+            break;
+        }
+        case pool_stop_step::join:
+            if (!on_pool_thread()) join();
+            break;
         }
     }
-    if (!on_pool_thread()) join();
 }
 
 void pool_impl::join() {

@@ -145,6 +145,34 @@ BOOST_FIXTURE_TEST_CASE(a_move_to_no_executor_is_refused, channel_fixture) {
     }());
 }
 
+// The refusal runs on the executor the id has now (the fresh review of 2026-12-06: it was
+// posted to the handle's first one, here a context nobody runs any more).
+BOOST_FIXTURE_TEST_CASE(a_move_to_no_executor_is_refused_where_the_id_is_now, channel_fixture) {
+    asio::io_context other_ctx;
+    event_channel other(other_ctx);
+    cm_id id(*channel);
+    std::optional<error_code> moved;
+    id.async_migrate(other, [&](error_code ec) { moved = ec; });
+    BOOST_REQUIRE(run_until(
+        other_ctx,
+        [&] {
+            ctx.poll(); // the old channel's reader
+            return moved.has_value();
+        },
+        10s));
+    BOOST_REQUIRE(!*moved);
+    std::optional<error_code> refused;
+    bool on_the_new_context = false;
+    id.async_migrate(asio::any_io_executor{}, [&](error_code ec) {
+        on_the_new_context = other_ctx.get_executor().running_in_this_thread();
+        refused = ec;
+    });
+    BOOST_REQUIRE(run_until(
+        other_ctx, [&] { return refused.has_value(); }, 10s));
+    BOOST_TEST(*refused == make_error_code(asio::error::invalid_argument), refused->message());
+    BOOST_TEST(on_the_new_context);
+}
+
 // A server restarting on its port: close() returns before librdmacm has destroyed the
 // listener (on the library's destroyer thread), so a bind made at once could find the port
 // still taken (EADDRINUSE: this loop with close() had its first rebind refused in each of
@@ -261,11 +289,12 @@ BOOST_FIXTURE_TEST_CASE(the_composed_connect_refuses_oversized_private_data, cha
     cm_id raw(*channel), with_data_path(*channel);
     std::optional<error_code> a, b;
     async_connect(raw, server, o, [&](error_code ec, cm_event) { a = ec; });
-    async_connect(with_data_path, server, o, {}, {}, [&](error_code ec, cm_event, queue_pair qp, receive_pool pool) {
-        b = ec;
-        BOOST_TEST(!qp.is_open());
-        BOOST_TEST(!pool.is_open());
-    });
+    async_connect(with_data_path, server, o, data_path_options{},
+                  [&](error_code ec, cm_event, queue_pair qp, receive_pool pool) {
+                      b = ec;
+                      BOOST_TEST(!qp.is_open());
+                      BOOST_TEST(!pool.is_open());
+                  });
     BOOST_TEST((!a && !b), "completed inside the initiating call");
     BOOST_REQUIRE(run_until(
         ctx, [&] { return a && b; }, 10s));

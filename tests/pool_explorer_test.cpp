@@ -7,8 +7,8 @@
 // to) until the stop closes them (pool_stop_mode::close); a move of the first to shard 1
 // (its handler posted), a rebalance moving the second to shard 1 (its count called on the
 // connection's strand, the report posted to shard 0); the id's moves succeeding or failing
-// (a closed id's fails). The strand's hop goes through the old shard (an invoker of it
-// queued there: the worst case). Each actor's next step is one choice; the explorer runs
+// (a closed id's fails). The strand's hop goes through the old shard while that still runs
+// (an invoker of the strand queued there: the worst case). Each actor's next step is one choice; the explorer runs
 // the model once per sequence of choices, depth first, and checks what a user relies on:
 //   - nothing is posted to a shard, nor work taken on one, after its run() returned (a
 //     continuation lost: review F3's hang);
@@ -208,7 +208,12 @@ private:
             switch (a) {
             case pool_move_action::follow_strand:
                 hold(1, op.hop_hold); // the hop's guard on the new shard
-                post(0, {item::hop, k});
+                // Through the old shard when an invoker of the strand is queued there (its
+                // work keeps that shard running): here, whenever the old shard still runs.
+                if (returned_[0])
+                    post(1, {item::place, k, pool_move_place::at_home});
+                else
+                    post(0, {item::hop, k});
                 break;
             case pool_move_action::release_old: release(0, op.hold_old); break;
             case pool_move_action::end_move: break;
@@ -339,10 +344,11 @@ BOOST_AUTO_TEST_CASE(the_explorer_finds_a_move_that_holds_no_shard) {
         if (p == pool_move_place::ordered && !f.stopping) return pool_move_actions{{pool_move_action::migrate}, 1};
         return a;
     };
+    const std::string expected = "a continuation posted to shard 1 after its run() returned";
     std::size_t total = 0;
     auto e = explore_all(r, total);
     BOOST_TEST_MESSAGE("found: " << e.violation.value_or("nothing"));
-    BOOST_TEST(e.violation.has_value());
+    BOOST_TEST(e.violation.value_or("").starts_with(expected), e.violation.value_or("nothing"));
 }
 
 // stop() letting go of the shards before it refuses new operations.
@@ -350,32 +356,20 @@ BOOST_AUTO_TEST_CASE(the_explorer_finds_a_stop_that_lets_go_of_the_shards_first)
     rules r;
     r.stop = {pool_stop_step::release_shards, pool_stop_step::refuse_new, pool_stop_step::complete_waiting,
               pool_stop_step::close_ids, pool_stop_step::join};
+    const std::string expected = "work taken on shard 1 after its run() returned";
     std::size_t total = 0;
     auto e = explore_all(r, total);
     BOOST_TEST_MESSAGE("found: " << e.violation.value_or("nothing"));
-    BOOST_TEST(e.violation.has_value());
-}
-
-// A moved connection's hold on its old shard let go of before the strand's hop is posted.
-BOOST_AUTO_TEST_CASE(the_explorer_finds_a_move_that_lets_go_of_its_old_shard_before_the_hop) {
-    rules r;
-    r.course = [](pool_move_place p, pool_move_facts f) {
-        if (p == pool_move_place::migrated)
-            return pool_move_actions{{pool_move_action::release_old, pool_move_action::follow_strand}, 2};
-        return pool_move_course(p, f);
-    };
-    std::size_t total = 0;
-    auto e = explore_all(r, total);
-    BOOST_TEST_MESSAGE("found: " << e.violation.value_or("nothing"));
-    BOOST_TEST(e.violation.has_value());
+    BOOST_TEST(e.violation.value_or("").starts_with(expected), e.violation.value_or("nothing"));
 }
 
 // A rebalance whose report's shard is not held from its start.
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_rebalance_that_holds_no_shard_for_its_report) {
     rules r;
     r.rebalance_start = [](pool_move_facts) { return pool_move_actions{}; };
+    const std::string expected = "a continuation posted to shard 0 after its run() returned";
     std::size_t total = 0;
     auto e = explore_all(r, total);
     BOOST_TEST_MESSAGE("found: " << e.violation.value_or("nothing"));
-    BOOST_TEST(e.violation.has_value());
+    BOOST_TEST(e.violation.value_or("").starts_with(expected), e.violation.value_or("nothing"));
 }
