@@ -2,6 +2,7 @@
 
 #include "rdmacm/connection_request.hpp"
 #include "rdmacm/detail/call_error.hpp"
+#include "blocking_calls.hpp"
 #include "context_channel.hpp"
 #include "destroyer.hpp"
 #include "device_release.hpp"
@@ -20,7 +21,6 @@
 #include <new>
 #include <optional>
 #include <system_error>
-#include <thread>
 
 namespace rdmacm::detail {
 
@@ -141,18 +141,18 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     update_busy();
     // The call goes out after the handler is in place: its event cannot beat it.
     if (may_block(kind, call)) {
-        // Never on the caller's thread (an io_context's, most likely): a thread of its own.
+        // Never on the caller's thread (an io_context's, most likely): a library thread's.
         // A cancellation or a close does not wait for it (the id goes when it returns).
         ++calls_in_flight_;
         rdma_cm_id* id = id_;
         lock.unlock();
         try {
-            std::thread([self = shared_from_this(), call, id, kind, generation] {
+            run_blocking([self = shared_from_this(), call, id, kind, generation] {
                 error_code failed = call(*self, id);
                 std::unique_lock relock(self->mutex_);
                 --self->calls_in_flight_;
                 self->call_returned(relock, kind, generation, failed);
-            }).detach();
+            });
         } catch (const std::system_error& e) { // no thread to be had: the operation fails, nothing is called
             lock.lock();
             --calls_in_flight_;

@@ -2,6 +2,7 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace rdmacm::test::faults {
 
@@ -25,9 +27,10 @@ namespace {
 
 std::mutex mutex;
 std::condition_variable changed;
-std::map<std::string, std::pair<int, int>> pending;            // call -> (errno, times)
-std::vector<std::shared_ptr<gate::state>> gates;               // armed or holding
-std::map<std::pair<std::string, const void*>, int> call_count; // (call, subject) -> calls
+std::map<std::string, std::pair<int, int>> pending;                     // call -> (errno, times)
+std::vector<std::shared_ptr<gate::state>> gates;                        // armed or holding
+std::map<std::pair<std::string, const void*>, int> call_count;          // (call, subject) -> calls
+std::map<std::pair<std::string, const void*>, std::set<pid_t>> callers; // (call, subject) -> thread ids
 
 bool is_destroy_of_subject(const char* name) {
     return std::strcmp(name, "rdma_destroy_id") == 0 || std::strcmp(name, "rdma_destroy_event_channel") == 0;
@@ -40,6 +43,7 @@ bool is_destroy_of_subject(const char* name) {
 int enter(const char* name, const void* subject) {
     std::unique_lock lock(mutex);
     ++call_count[{name, subject}];
+    callers[{name, subject}].insert(::gettid());
     changed.notify_all();
     if (is_destroy_of_subject(name))
         for (auto& g : gates)
@@ -101,6 +105,13 @@ bool gate::destroyed_while_held() const {
 void born(const void* subject) {
     std::lock_guard lock(mutex);
     std::erase_if(call_count, [&](const auto& entry) { return entry.first.second == subject; });
+    std::erase_if(callers, [&](const auto& entry) { return entry.first.second == subject; });
+}
+
+std::set<pid_t> threads_calling(const std::string& name, const void* subject) {
+    std::lock_guard lock(mutex);
+    auto it = callers.find({name, subject});
+    return it == callers.end() ? std::set<pid_t>{} : it->second;
 }
 
 int calls(const std::string& name, const void* subject) {

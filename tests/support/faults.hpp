@@ -5,6 +5,8 @@
 // entry until the test releases it; every other call goes through. Nothing of this is in
 // the library.
 #include <chrono>
+#include <set>
+#include <sys/types.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +60,9 @@ int calls(const std::string& name, const void* subject = nullptr);
 // Forgets the calls counted on `subject`: a new object lives at that address (the wrapped
 // calls that create one say so).
 void born(const void* subject);
+// The threads (kernel thread ids: not reused within a run this short) that made calls of
+// `name` on `subject`, counted as calls() are.
+std::set<pid_t> threads_calling(const std::string& name, const void* subject);
 // Waits up to `limit` until calls(name, subject) >= n.
 bool wait_calls(const std::string& name, const void* subject, int n,
                 std::chrono::milliseconds limit = std::chrono::milliseconds(10'000));
