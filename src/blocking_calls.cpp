@@ -44,8 +44,8 @@ void run_blocking(std::function<void()> call) {
     {
         std::lock_guard lock(p.mutex);
         if (p.waiting > 0) {
-            --p.waiting; // set aside: no call ever waits behind another
             p.calls.push_back(std::move(call));
+            --p.waiting; // set aside: no call ever waits behind another
             p.wake.notify_one();
             return;
         }

@@ -157,6 +157,10 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
             lock.lock();
             --calls_in_flight_;
             call_returned(lock, kind, generation, error_code(e.code().value(), boost::system::generic_category()));
+        } catch (const std::bad_alloc&) { // (the call's function, or its place in the queue)
+            lock.lock();
+            --calls_in_flight_;
+            call_returned(lock, kind, generation, boost::asio::error::no_memory);
         }
         return;
     }

@@ -323,6 +323,11 @@ std::optional<pool_impl::ordered_move> pool_impl::order_move_locked(const std::s
     // stopping; else both shards held, from here until the handler is done (`fallback` on the
     // new one), so each step the move posts, to either, finds it running, and stop() waits
     // for it (review F3: a failed move's count posted to a shard stop() had let go of).
+    static_assert(pool_move_course(pool_move_place::ordered, {}).list[0] == pool_move_action::hold_shards &&
+                      pool_move_course(pool_move_place::ordered, {}).list[1] == pool_move_action::migrate &&
+                      pool_move_course(pool_move_place::ordered, {.stopping = true}).list[0] ==
+                          pool_move_action::refuse,
+                  "the move below reads the holds taken before it");
     executor_type fallback, old_shard;
     for (auto action : pool_move_course(pool_move_place::ordered, {.stopping = stopping_})) {
         switch (action) {
