@@ -6,6 +6,8 @@
 // src/channel_impl.hpp do what these say; tests/move_explorer_test.cpp runs the same code
 // against every interleaving of a model of the contexts (one of them shut down at any
 // point), channels and kernel queues around two moves.
+#include "action_list.hpp"
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -44,12 +46,7 @@ struct move_facts {
 };
 
 // The actions to take at `place`, in order.
-struct move_actions {
-    std::array<move_action, 2> list{};
-    std::uint8_t size = 0;
-    const move_action* begin() const noexcept { return list.data(); }
-    const move_action* end() const noexcept { return list.data() + size; }
-};
+using move_actions = action_list<move_action, 2>;
 
 constexpr move_actions move_course(move_place place, move_facts facts) noexcept {
     switch (place) {

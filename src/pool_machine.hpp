@@ -5,6 +5,8 @@
 // tests/pool_explorer_test.cpp runs the same code against every interleaving of a model of
 // the shards (each an io_context whose run() returns once it has no work), a stop and the
 // operations beside it.
+#include "action_list.hpp"
+
 #include <array>
 #include <cstdint>
 
@@ -39,12 +41,7 @@ struct pool_move_facts {
     bool stopping = false; // read under the pool's lock, in the same hold as the holds are taken
 };
 
-struct pool_move_actions {
-    std::array<pool_move_action, 3> list{};
-    std::uint8_t size = 0;
-    const pool_move_action* begin() const noexcept { return list.data(); }
-    const pool_move_action* end() const noexcept { return list.data() + size; }
-};
+using pool_move_actions = action_list<pool_move_action, 3>;
 
 constexpr pool_move_actions pool_move_course(pool_move_place place, pool_move_facts facts) noexcept {
     using enum pool_move_action;

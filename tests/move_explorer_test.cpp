@@ -88,12 +88,8 @@ public:
     // Runs to the end; false with `violation` set at the first invariant broken.
     template <typename Choose>
     bool run(Choose&& choose) {
-        for (;;) {
-            auto steps = enabled();
-            if (steps.empty()) return finished();
-            steps[choose(steps.size())]();
-            if (violation) return false;
-        }
+        return rdmacm::test::run_to_end([this] { return enabled(); }, [this] { return finished(); }, violation,
+                                        std::forward<Choose>(choose));
     }
 
     std::optional<std::string> violation;

@@ -18,6 +18,18 @@ struct exploration {
     std::vector<std::size_t> trace; // the choices of the failing run
 };
 
+// Runs a model to its end: while it has enabled steps, the one `choose(count)` picks;
+// false at the first violation, else what `finished()` (the checks at the end) says.
+template <typename Enabled, typename Finished, typename Choose>
+bool run_to_end(Enabled enabled, Finished finished, const std::optional<std::string>& violation, Choose&& choose) {
+    for (;;) {
+        auto steps = enabled();
+        if (steps.empty()) return finished();
+        steps[choose(steps.size())]();
+        if (violation) return false;
+    }
+}
+
 template <typename RunOnce>
 exploration explore(RunOnce run_once) {
     exploration result;
