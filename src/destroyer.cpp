@@ -1,6 +1,7 @@
 #include "destroyer.hpp"
 
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -13,18 +14,30 @@ class destroyer {
 public:
     using clock = std::chrono::steady_clock;
 
-    ~destroyer() {
+    // At exit: the jobs due are finished, the delayed ones dropped, and later ones refused.
+    void stop() {
         {
             std::lock_guard lock(mutex_);
             stopping_ = true;
         }
         wake_.notify_one();
         if (thread_.joinable()) thread_.join();
+        std::deque<std::function<void()>> late; // submitted as the thread returned: refused too
+        {
+            std::lock_guard lock(mutex_);
+            exited_ = true; // (also when no job ever came: no thread to start now)
+            late.swap(jobs_);
+        }
     }
 
     void submit(std::function<void()> job, clock::duration delay) {
+        std::function<void()> late; // refused: let go of here, out of the lock
         {
             std::lock_guard lock(mutex_);
+            if (exited_) {
+                late = std::move(job);
+                return;
+            }
             if (delay > clock::duration::zero())
                 delayed_.emplace(clock::now() + delay, std::move(job));
             else
@@ -49,7 +62,10 @@ private:
                 delayed_.erase(delayed_.begin());
             }
             if (jobs_.empty()) {
-                if (stopping_) return; // nothing due left
+                if (stopping_) {      // nothing due left
+                    delayed_.clear(); // (their references go here, at exit)
+                    return;
+                }
                 continue;
             }
             auto job = std::move(jobs_.front());
@@ -66,14 +82,26 @@ private:
     std::deque<std::function<void()>> jobs_;
     std::multimap<clock::time_point, std::function<void()>> delayed_;
     bool stopping_ = false;
+    bool exited_ = false; // stopped: later jobs are refused (submit)
     std::thread thread_;
 };
+
+destroyer& the_destroyer() {
+    // Never destroyed: a library thread may submit during exit, after the statics' destructors
+    // ran (a blocking call of a closed id returning then); stopped where its destructor would
+    // have run (registered as it is made), it refuses such late jobs instead.
+    static destroyer* instance = [] {
+        auto* d = new destroyer;
+        std::atexit([] { the_destroyer().stop(); });
+        return d;
+    }();
+    return *instance;
+}
 
 } // namespace
 
 void destroy_later(std::function<void()> job, std::chrono::steady_clock::duration delay) {
-    static destroyer instance;
-    instance.submit(std::move(job), delay);
+    the_destroyer().submit(std::move(job), delay);
 }
 
 } // namespace rdmacm::detail

@@ -76,7 +76,7 @@ bool id_impl::closed() const noexcept { return closed_.load(std::memory_order_ac
 
 void id_impl::start(op_kind kind, any_handler handler, const op_call& call) {
     std::unique_lock lock(mutex_);
-    if (migration_ && !machine_.closed()) {
+    if (migration_ && !life_.closed()) {
         // Not on a moving id (librdmacm would write to whichever channel it has): it
         // starts on the new channel, in the order it was asked for; until then it can be
         // cancelled like any other.
@@ -102,7 +102,8 @@ void id_impl::install_canceller(any_handler& handler, op_kind kind, std::uint32_
 }
 
 void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_handler handler, const op_call& call) {
-    error_code ec = synchronous_ && !machine_.closed() ? error_code(errc::synchronous_mode) : start_in_machine(kind);
+    error_code ec = life_.async_refusal();
+    if (!ec) ec = start_in_machine(kind);
     if (ec) {
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
@@ -143,23 +144,20 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
     if (may_block(kind, call)) {
         // Never on the caller's thread (an io_context's, most likely): a library thread's.
         // A cancellation or a close does not wait for it (the id goes when it returns).
-        ++calls_in_flight_;
+        life_.enter_admitted_call();
         rdma_cm_id* id = id_;
         lock.unlock();
         try {
             run_blocking([self = shared_from_this(), call, id, kind, generation] {
                 error_code failed = call(*self, id);
                 std::unique_lock relock(self->mutex_);
-                --self->calls_in_flight_;
                 self->call_returned(relock, kind, generation, failed);
             });
         } catch (const std::system_error& e) { // no thread to be had: the operation fails, nothing is called
             lock.lock();
-            --calls_in_flight_;
             call_returned(lock, kind, generation, error_code(e.code().value(), boost::system::generic_category()));
         } catch (const std::bad_alloc&) { // (the call's function, or its place in the queue)
             lock.lock();
-            --calls_in_flight_;
             call_returned(lock, kind, generation, boost::asio::error::no_memory);
         }
         return;
@@ -169,7 +167,7 @@ void id_impl::start_now(std::unique_lock<std::mutex>& lock, op_kind kind, any_ha
 }
 
 error_code id_impl::start_in_machine(op_kind kind) noexcept {
-    return machine_.start(kind, !machine_.closed() && id_->verbs); // (id_ is valid until closed)
+    return machine_.start(kind, !life_.closed() && id_->verbs); // (id_ is valid until closed)
 }
 
 bool id_impl::may_block(op_kind kind, const op_call& call) const noexcept {
@@ -195,29 +193,38 @@ void id_impl::call_returned(std::unique_lock<std::mutex>& lock, op_kind kind, st
 
 error_code id_impl::make_call(std::unique_lock<std::mutex>& lock, const op_call& call) {
     rdma_cm_id* id = id_;
-    ++calls_in_flight_; // a migration and a destroy wait for it
+    life_.enter_admitted_call(); // a migration and a destroy wait for it
     lock.unlock();
     error_code ec = call(*this, id);
     lock.lock();
-    --calls_in_flight_;
     return ec;
 }
 
-void id_impl::after_call(std::unique_lock<std::mutex>& lock) {
-    if (calls_in_flight_ == 0 && migrate_waits_) {
-        migrate_waits_ = false;
-        migrate_step(lock, how::post); // maybe inside an initiating call: the end is posted
-        return;
-    }
-    release_if_idle(lock);
+void id_impl::after_call(std::unique_lock<std::mutex>& lock, bool blocking_sync) {
+    const auto todo = life_.leave_call(blocking_sync);
+    lock.unlock();
+    follow(todo);
 }
 
 void id_impl::release_if_idle(std::unique_lock<std::mutex>& lock) {
-    bool moving = migration_ && !migration_->settled;
-    bool now = machine_.closed() && !moving && calls_in_flight_ == 0 && !destroy_submitted_;
-    if (now) destroy_submitted_ = true;
+    const auto todo = life_.destroy_if_due();
     lock.unlock();
-    if (now) submit_destroy();
+    follow(todo);
+}
+
+void id_impl::follow(id_life::actions todo) {
+    for (auto action : todo) {
+        switch (action) {
+        case id_life::action::move_on: {
+            std::unique_lock lock(mutex_);
+            migrate_step(lock, how::post); // maybe inside an initiating call: the end is posted
+            break;
+        }
+        case id_life::action::settle_move: end_migration(boost::asio::error::operation_aborted, how::post); break;
+        case id_life::action::post_end: break; // (end_migration's, which posts it itself)
+        case id_life::action::submit_destroy: submit_destroy(); break;
+        }
+    }
 }
 
 void id_impl::cancel_one(op_kind kind, std::uint32_t generation, bool deferred) noexcept {
@@ -264,7 +271,7 @@ bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
     {
         std::unique_lock lock(mutex_);
         data_path_ = dp;
-        if (machine_.closed()) { // close() came while the queue pair was made: it missed it
+        if (life_.closed()) { // close() came while the queue pair was made: it missed it
             lock.unlock();
             dp->close();
             return false;
@@ -281,18 +288,18 @@ bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
     std::lock_guard lock(mutex_);
     // A move that began meanwhile told the queue pair before the end_move above undid it.
     // (One that was abandoned since ends the queue pair's move itself, or did already.)
-    if (migration_ && !migration_->settled) data_path_->begin_move();
+    if (life_.moving()) data_path_->begin_move();
     return true;
 }
 
 void id_impl::close() noexcept {
     decltype(requests_) unanswered;
     std::shared_ptr<data_path> data;
-    bool moving;
+    id_life::actions todo;
     {
         std::lock_guard lock(mutex_);
-        if (machine_.closed()) return;
-        moving = migration_ && !migration_->settled && !in_migrate_call_;
+        if (life_.closed()) return;
+        todo = life_.close();
         connecting_at_close_ = machine_.pending(op_kind::establish); // (closing clears it)
         machine_.close();
         closed_.store(true, std::memory_order_release);
@@ -305,12 +312,11 @@ void id_impl::close() noexcept {
     if (data) data->close();
     cancel();
     for (auto& r : unanswered) r.first->close(); // rejected and destroyed
-    // A migration whose call is still to be made is abandoned: nothing may wait for a
-    // reader or an executor to get round to it (shard_pool::stop() on the very thread
-    // that would have made it, then joining).
-    if (moving) end_migration(boost::asio::error::operation_aborted, how::post);
-    std::unique_lock lock(mutex_);
-    release_if_idle(lock); // else the last call in flight, or the migrate call, does
+    // A migration whose call is still to be made ends here (settle_move): nothing may wait
+    // for a reader or an executor to get round to it (shard_pool::stop() on the very
+    // thread that would have made it, then joining). The id goes now if nothing is in
+    // flight, else when the last call out, or the migrate call, returns.
+    follow(todo);
 }
 
 void id_impl::submit_destroy() {
@@ -352,7 +358,7 @@ void id_impl::submit_destroy() {
 void id_impl::close_when_destroyed(void_handler h) {
     close();
     std::unique_lock lock(mutex_);
-    if (!destroyed_) {
+    if (!life_.was_destroyed()) {
         close_waiters_.push_back(std::move(h));
         return;
     }
@@ -363,7 +369,7 @@ void id_impl::close_when_destroyed(void_handler h) {
 void id_impl::destroyed() noexcept {
     {
         std::lock_guard lock(mutex_);
-        destroyed_ = true;
+        life_.destroyed();
     }
     hand_over_close_waiters();
 }
@@ -448,7 +454,7 @@ bool id_impl::deliver(const cm_event& ev, bool from_reader, bool post) {
             migration_->held.push_back(ev); // delivered on the new executor, in order
             return false;
         }
-        if (machine_.closed()) return false; // its destruction is under way
+        if (life_.closed()) return false; // its destruction is under way
         auto d = machine_.on_event(ev.type());
         if (d.connection_lost) broken = data_path_;
         if (ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL) removed_device_ = id_->verbs;
@@ -493,7 +499,7 @@ void id_impl::on_request(const std::shared_ptr<channel_impl>& channel, rdma_cm_i
         // closed, or whose context has shut down (its executor let go of), or beyond its
         // backlog, rejects it — decided before the request's id is wrapped, which needs a
         // living context to be bound to.
-        auto ex = machine_.closed() ? executor_type{} : executor_.get();
+        auto ex = life_.closed() ? executor_type{} : executor_.get();
         auto d = ex ? machine_.on_event(ev.type()) : id_machine::decision{};
         bool kept = ex && (d.what == id_machine::action::complete || requests_.size() < backlog_);
         if (!kept) {
@@ -576,10 +582,9 @@ void id_impl::context_gone() noexcept {
             // last call out, or the old reader, then a post to this context). Its handler
             // goes with the others; the id is no longer moving. (A call being made settles
             // the move: it goes on by posts.)
-            if (!migration_->settled && !in_migrate_call_) {
+            if (life_.context_gone()) {
                 gone.emplace_back(std::move(migration_->handler));
                 abandoned = std::move(migration_);
-                migrate_waits_ = false;
             }
         }
         update_busy();

@@ -7,15 +7,16 @@
 // run on any thread. One mutex guards the machine, the handlers and the queues; no handler
 // is ever called under it (completions are posted to the id's executor).
 //
-// Lifetime of the rdma_cm_id: every librdmacm call on it made outside the mutex is counted
-// (calls in flight: an operation's call, a call_guard's, a blocking call of synchronous
-// mode), and so is a migration. The id is destroyed by whoever ends the last of them after
-// close(): close() itself when nothing is in flight, else the thread whose call returns
-// last, or the migration's end. Nobody waits for anybody: a close never destroys an id
-// under a call, and a call never holds up the destroys of other ids.
+// Lifetime of the rdma_cm_id (id_life): every librdmacm call on it made outside the mutex is
+// counted (calls in flight: an operation's call, a call_guard's, a blocking call of
+// synchronous mode), and so is a migration. The id is destroyed by whoever ends the last of
+// them after close(): close() itself when nothing is in flight, else the thread whose call
+// returns last, or the migration's end. Nobody waits for anybody: a close never destroys an
+// id under a call, and a call never holds up the destroys of other ids.
 #include "channel_impl.hpp"
 #include "context_bound.hpp"
 #include "handler_slots.hpp"
+#include "id_life.hpp"
 #include "passkey.hpp"
 #include "rdmacm/detail/id_machine.hpp"
 #include "rdmacm/detail/id_ops.hpp"
@@ -218,10 +219,12 @@ private:
     void call_returned(std::unique_lock<std::mutex>& lock, op_kind kind, std::uint32_t generation, error_code ec);
     // A call in flight ended (lock held on entry, released on return): the last one out
     // moves a waiting migration on, or destroys a closed id.
-    void after_call(std::unique_lock<std::mutex>& lock);
+    void after_call(std::unique_lock<std::mutex>& lock, bool blocking_sync = false);
     // Submits the destroy of a closed id once nothing is in flight (lock held on entry,
     // released on return).
     void release_if_idle(std::unique_lock<std::mutex>& lock);
+    // Does what id_life answered, in its order (no lock held; post_end is end_migration's own).
+    void follow(id_life::actions todo);
     // Completes the operation `ev` ends (dispatched: inline when the reader runs where its
     // handler does), or queues it for next_event. `from_reader`: an event of a moving id is
     // held instead (finish_migration replays what was held, not from the reader). `post`:
@@ -287,7 +290,8 @@ private:
     bound_executor executor_; // may be freed on the destroyer thread
     rdma_cm_id* id_;
     mutable std::mutex mutex_;
-    id_machine machine_;
+    id_machine machine_; // its operations
+    id_life life_;       // its calls, its move, its close and destroy (synchronous: channel_ is null)
     handler_slots handlers_;
     // (Lists: libstdc++'s deque allocates a map and a node when it is made, ~420 bytes each
     // here, on every id; these stay empty for most ids, and a deque's node held one event
@@ -311,11 +315,7 @@ private:
         std::shared_ptr<channel_impl> target;
         executor_type target_executor;
         executor_type old_executor;
-        void_handler handler; // until the call settles: then it goes with the continuation
-        // The migrate call was made, or refused, or abandoned by close(): the id no longer
-        // waits for it (it may be destroyed), and the target's owner is settled. What is
-        // left (finish_migration, on an executor) only hands things over.
-        bool settled = false;
+        void_handler handler; // until the call settles (id_life): then it goes with the continuation
         // It waited for calls in flight, or its end waits for a read on the target reader's
         // strand: no post of the move holds its context meanwhile, so the id does (busy, on
         // its executor — the old one until its end) until the move ends. Every other step of
@@ -332,24 +332,17 @@ private:
     std::shared_ptr<data_path> data_path_;
     ibv_context* removed_device_ = nullptr; // DEVICE_REMOVAL came: released after destroy
     std::uint32_t deferred_serial_ = 0;
-    int calls_in_flight_ = 0;      // librdmacm calls on the id being made outside the lock
     int wake_fd_ = -1;             // synchronous mode: close() ends a blocking next_event
     std::uint32_t backlog_ = 1024; // listening: requests kept for an accept, at most
-    // rdma_migrate_id is being called (written under the lock; a call_guard waits on it
-    // outside it).
-    std::atomic<bool> in_migrate_call_{false};
-    bool migrate_waits_ = false; // for the calls in flight: the last one out moves it on
-    bool destroy_submitted_ = false;
-    bool destroyed_ = false; // by the destroyer: async_close completes at once
+    // How many migrate calls were made (raised under the lock, after life_ says so): what a
+    // call_guard that life_ told to wait waits on, outside the lock.
+    std::atomic<std::uint32_t> migrate_calls_{0};
     // Its context's shutdown took its handlers (context_gone), or a move bound it to one
     // shut down: no context_gone is to come for what it holds now.
     bool left_context_ = false;
-    std::vector<void_handler> close_waiters_{}; // async_close's, until destroyed_
-    bool in_sync_call_ = false;                 // a blocking call of synchronous mode is being made
-    bool listening_ = false;
-    bool busy_ = false;                // what executor_ was last told (update_busy)
-    bool synchronous_ = false;         // on librdmacm's private channel: channel_ is null
-    bool connecting_at_close_ = false; // a connect or accept was in flight: see destroy()
+    std::vector<void_handler> close_waiters_{}; // async_close's, until destroyed
+    bool busy_ = false;                         // what executor_ was last told (update_busy)
+    bool connecting_at_close_ = false;          // a connect or accept was in flight: see destroy()
 };
 
 } // namespace rdmacm::detail

@@ -135,6 +135,11 @@ struct id_impl::hand_on {
     // never runs (its context destroyed first) takes it along, and with it whatever it
     // holds of the id (a connection_request, shard_pool's placement).
     void_handler handler{};
+    // What id_life answered to the call (close() came meanwhile: the destroy), done once the
+    // step is posted and the channels let go of: the destroy lets go of the id's channel,
+    // maybe the last work of the context the step is posted to (review F4's class; the
+    // fresh review of 2026-12-06, F4: it was submitted before the step was posted).
+    id_life::actions after{};
 
     // The end of moves made together (run_together): one after the other, on their new executor.
     struct together {
@@ -146,6 +151,7 @@ struct id_impl::hand_on {
         if (!self) return;
         if (!called) return self->end_migration(ec, mode);
         auto* id = self.get();
+        const auto keep = after.size != 0 ? self : nullptr; // (for `after`: the step may end the move first)
         // Where the end runs if the old context shuts down: nowhere when the id stays there
         // (the call failed) or its target executor is on it.
         const bool nowhere = ec || ends_on_old;
@@ -173,6 +179,7 @@ struct id_impl::hand_on {
                     });
             },
             [&] { release_channels(); });
+        if (keep) keep->follow(after);
     }
 
     // The ids of a migrate_together, their calls made: those moved from one executor to one
@@ -184,6 +191,7 @@ struct id_impl::hand_on {
         std::vector<move_end> group;
         std::vector<hand_on> joined; // their channels and calls, let go of once the step is posted
         std::vector<hand_on*> alone;
+        std::vector<std::pair<std::shared_ptr<id_impl>, id_life::actions>> after; // once the step is posted
         executor_type old_executor, hop;
         bool hop_on_old = false; // (one old executor and one hop: one answer)
         std::shared_ptr<channel_impl> look_at;
@@ -198,6 +206,7 @@ struct id_impl::hand_on {
             }
             if (group.empty()) old_executor = h.old.executor, hop = h.hop, hop_on_old = h.ends_on_old;
             if (h.look) look_at = h.target, ticket = std::max(ticket, h.ticket); // (one target: migrate_together's)
+            if (h.after.size != 0) after.emplace_back(h.self, h.after);
             group.emplace_back(std::move(h.self), error_code(), std::move(h.handler));
             joined.push_back(std::move(h));
         }
@@ -221,6 +230,7 @@ struct id_impl::hand_on {
                     for (auto& h : joined) h.release_channels();
                 });
             joined.clear();
+            for (auto& [id, todo] : after) id->follow(todo);
         }
         for (auto* h : alone) {
             hand_on mine = std::move(*h); // (its call ends with it)
@@ -348,26 +358,31 @@ void id_impl::hold_while_moving() {
 
 id_impl::call_guard::call_guard(id_impl& impl) : impl_(impl) {
     std::unique_lock lock(impl_.mutex_);
-    while (impl_.in_migrate_call_.load(std::memory_order_relaxed)) { // (written under the lock)
-        lock.unlock();
-        impl_.in_migrate_call_.wait(true);
-        lock.lock();
+    for (;;) {
+        // (Raised under the lock, with the call's end: read before asking, it is the count
+        // the wait below waits past.)
+        const auto made = impl_.migrate_calls_.load(std::memory_order_relaxed);
+        switch (impl_.life_.enter_call()) {
+        case id_life::entry::go: id_ = impl_.id_; return;
+        case id_life::entry::closed: return; // id() is null: nothing to call
+        case id_life::entry::wait:
+            lock.unlock();
+            impl_.migrate_calls_.wait(made);
+            lock.lock();
+            break;
+        }
     }
-    if (impl_.machine_.closed()) return; // id() is null: nothing to call
-    ++impl_.calls_in_flight_;
-    id_ = impl_.id_;
 }
 
 id_impl::call_guard::~call_guard() {
     if (!id_) return;
     std::unique_lock lock(impl_.mutex_);
-    --impl_.calls_in_flight_;
     impl_.after_call(lock);
 }
 
 void id_impl::set_listening(int backlog) noexcept {
     std::lock_guard lock(mutex_);
-    listening_ = true;
+    life_.listening();
     backlog_ = backlog > 0 ? static_cast<std::uint32_t>(backlog) : 1024;
 }
 
@@ -414,16 +429,10 @@ void id_impl::migrate_together(std::vector<migrate_order> orders, const std::sha
 
 bool id_impl::begin_migration(std::unique_lock<std::mutex>& lock, const std::shared_ptr<channel_impl>& target,
                               const executor_type& target_ex, void_handler& handler) {
-    error_code ec;
-    if (machine_.closed())
-        ec = errc::not_open;
-    else if (migration_ || in_sync_call_)
-        ec = errc::operation_in_progress;
-    else if (listening_)
-        ec = errc::listener_cannot_migrate;
-    else if (target && !target->try_add_owner()) // released when the migration fails
+    error_code ec = life_.move_refusal();
+    if (!ec && target && !target->try_add_owner()) // released when the migration fails
         ec = errc::channel_closed;
-    if (ec || (!target && synchronous_)) { // refused, or synchronous already
+    if (ec || (!target && life_.synchronous())) { // refused, or synchronous already
         lock.unlock();
         complete({std::move(handler), ec, {}, {}});
         return false;
@@ -435,23 +444,22 @@ bool id_impl::begin_migration(std::unique_lock<std::mutex>& lock, const std::sha
                                    .old_executor = current,
                                    .handler = std::move(handler),
                                    .ends_on_old_context = current ? same_context(current, target_executor) : !target});
+    life_.move_begins();
     if (data_path_) data_path_->begin_move();
     return true;
 }
 
 bool id_impl::ready_for_call(std::unique_lock<std::mutex>& lock) {
-    if (!migration_ || migration_->settled) { // abandoned by close()
-        lock.unlock();
-        return false;
-    }
-    if (calls_in_flight_ != 0) { // the last call out goes on (after_call)
-        migrate_waits_ = true;
+    switch (life_.ready()) {
+    case id_life::readiness::call: return true;
+    case id_life::readiness::wait: // the last call out goes on (after_call)
         migration_->waited = true;
         update_busy();
-        lock.unlock();
-        return false;
+        break;
+    case id_life::readiness::gone: break; // ended by close(), or its context's shutdown
     }
-    return true;
+    lock.unlock();
+    return false;
 }
 
 void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
@@ -479,27 +487,32 @@ void id_impl::end_migration(error_code ec, how mode) {
     bound_executor::entry old; // the id's executor, and the call into its context a post there is
     std::shared_ptr<channel_impl> target;
     std::optional<move_end> end; // (emplaced: 1.81's move assignment recurses)
+    id_life::actions todo;
     {
         std::unique_lock lock(mutex_);
-        // By close(), which ends it; or ended already (close() abandoned it while the old
-        // reader, ready meanwhile, found the id closed and ended it).
-        if (!migration_ || migration_->settled) return;
-        migration_->settled = true;
-        target = migration_->target;
-        end.emplace(shared_from_this(), ec, std::move(migration_->handler));
-        old = executor_.enter();
+        // No end to post if it ended already: by whoever settled it first (close() asked for
+        // this while the old reader, ready meanwhile, found the id closed and ended it), or by
+        // its context's shutdown.
+        todo = life_.settle();
+        if (todo.size != 0 && todo.list[0] == id_life::action::post_end) {
+            target = migration_->target;
+            end.emplace(shared_from_this(), ec, std::move(migration_->handler));
+            old = executor_.enter();
+        }
     }
     // Here on the reader's strand (dispatch) when this thread runs the id's context too;
     // else posted there, before anything is let go of: the target's owner, or the id (whose
     // destroy lets go of its channel, maybe the old context's last work) — as a move's step
     // is (review F4). Neither when that context shuts down: the end, with nowhere to run,
     // lets go of the move as it goes, here, while `old` holds the context.
-    const bool here = mode == how::dispatch && old.executor && !old.call;
-    if (old.executor && !here) boost::asio::post(old.executor, std::move(*end));
-    if (target) target->remove_owner(); // taken at the start, not needed now
-    {
-        std::unique_lock lock(mutex_);
-        release_if_idle(lock); // closed: the id goes now, whenever the end runs
+    const bool here = end && mode == how::dispatch && old.executor && !old.call;
+    for (auto action : todo) {
+        if (action == id_life::action::post_end) {
+            if (old.executor && !here) boost::asio::post(old.executor, std::move(*end));
+            if (target) target->remove_owner(); // taken at the start, not needed now
+        } else {
+            follow({{action}, 1}); // closed: the id goes now, whenever the end runs
+        }
     }
     if (here) (*end)();
 }
@@ -507,27 +520,17 @@ void id_impl::end_migration(error_code ec, how mode) {
 void id_impl::abandon_migration() noexcept {
     std::unique_ptr<migration> gone; // (held events, deferred operations: let go of out of the lock)
     std::unique_lock lock(mutex_);
-    if (!migration_ || !migration_->settled) return; // (its end's, which alone ends a settled move)
+    if (!life_.ends_move()) return; // (its end's, which alone ends a settled move)
     gone = std::move(migration_);
-    migrate_waits_ = false;
     update_busy();
     release_if_idle(lock); // close() came while the id moved
 }
 
 id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {
-    if (migration_->settled) { // abandoned by close()
-        lock.unlock();
-        return {};
-    }
+    // (Asked ready() in this hold of the lock: the move is begun, nothing in flight.)
     auto target = migration_->target;
-    error_code ec;
-    if (machine_.closed())
-        ec = boost::asio::error::operation_aborted;
-    else if (listening_) // listen() came meanwhile
-        ec = errc::listener_cannot_migrate;
-    else if (!target &&
-             (!migration_->held.empty() || !events_.empty() || !migration_->deferred.empty() || machine_.busy()))
-        ec = errc::event_pending;
+    error_code ec = life_.call_refusal(!target, !migration_->held.empty() || !events_.empty() ||
+                                                    !migration_->deferred.empty() || machine_.busy());
     if (ec) {
         lock.unlock();
         return {.self = shared_from_this(), .ec = ec, .mode = mode};
@@ -550,7 +553,7 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     auto old_channel = channel_;
     bool kick_old = false;
     auto target_executor = migration_->target_executor;
-    in_migrate_call_ = true;
+    life_.call_begins();
     lock.unlock();
 
     // The target's reader must not read meanwhile either (semantics R8): the kernel moves
@@ -568,13 +571,10 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
         } // else synchronous after all: its blocking calls refuse while the event waits
     }
     lock.lock();
-    in_migrate_call_ = false;
-    migration_->settled = true;
+    const auto todo = life_.call_made(!ec, !target);
+    migrate_calls_.fetch_add(1, std::memory_order_relaxed); // (under the lock: see call_guard)
     executor_.recheck(old);
-    if (!ec) {
-        channel_ = target; // with the owner taken at the start
-        synchronous_ = !target;
-    }
+    if (!ec) channel_ = target; // with the owner taken at the start
     const bool look = target && !ec && !pending_request_;
     const std::uint64_t ticket = look ? target->moved_here() : 0;
     executor_type hop;
@@ -591,9 +591,10 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
                  .old_channel = std::move(old_channel),
                  .data = data_path_,
                  .hop = std::move(hop),
-                 .handler = std::move(migration_->handler)};
-    release_if_idle(lock); // close() came meanwhile: the id goes now, wherever it is
-    in_migrate_call_.notify_all();
+                 .handler = std::move(migration_->handler),
+                 .after = todo};
+    lock.unlock();
+    migrate_calls_.notify_all();
     // (Until finish_migration, the id's events are held, wherever they are routed: what
     // follows needs no lock.)
     return next;
@@ -609,9 +610,8 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
     bool closed = false;
     if (!ec) {
         left_context_ = !ex;
-        closed = ex && destroyed_;
+        closed = ex && life_.was_destroyed();
     }
-    migrate_waits_ = false;           // (abandoned while calls were in flight)
     std::shared_ptr<data_path> ended; // whose end_move ran
     // A completion posted (a hand-over counted as a call into the id's context, as from a
     // thread not known to run it: a user's executor type): what follows is posted too, the
@@ -659,7 +659,8 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
     // handler is handed over. Any other leaves the id's work as it was.
     const bool waited = migration_->waited;
     migration_.reset();
-    release_if_idle(lock); // close() came while the id moved
+    (void)life_.ends_move(); // (settled: its call was made or refused)
+    release_if_idle(lock);   // close() came while the id moved
     const how mode = posted ? how::post : how::dispatch;
     if (closed) hand_over_close_waiters();
     if (waited)

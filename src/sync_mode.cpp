@@ -45,9 +45,7 @@ cm_event take_event(rdma_cm_id* id) {
 } // namespace
 
 error_code id_impl::sync_refusal(bool call) const {
-    if (machine_.closed()) return errc::not_open;
-    if (!synchronous_) return errc::not_synchronous;
-    if (in_sync_call_ || migration_) return errc::operation_in_progress;
+    if (auto ec = life_.sync_refusal()) return ec;
     if (call && (!events_.empty() || !wait_readable(id_, std::chrono::milliseconds(0)))) return errc::event_pending;
     return {};
 }
@@ -61,21 +59,20 @@ cm_event id_impl::call_sync(op_kind kind, const op_call& call, error_code& ec) {
     if (kind == op_kind::disconnect && machine_.disconnected()) return {};
     if ((ec = start_in_machine(kind))) return {};
     // librdmacm's own wait inside the call cannot be interrupted: a close() meanwhile
-    // destroys the id when the call returns (calls_in_flight_).
-    in_sync_call_ = true;
-    ++calls_in_flight_;
+    // destroys the id when the call returns (the call is counted).
+    life_.enter_admitted_call(true);
     rdma_cm_id* id = id_;
     lock.unlock();
     ec = call(*this, id);
     cm_event ev = take_event(id);
     lock.lock();
-    in_sync_call_ = false;
-    --calls_in_flight_;
-    if (machine_.closed()) { // closed meanwhile: the answer is moot, the id goes now
-        after_call(lock);
+    if (life_.closed()) { // closed meanwhile: the answer is moot, the id goes now
+        after_call(lock, true);
         ec = boost::asio::error::operation_aborted;
         return {};
     }
+    // (Not closed: nothing is due — no move begins beside a blocking call.)
+    (void)life_.leave_call(true);
     if (ev.empty()) { // the call failed before an event came
         machine_.call_failed(kind);
         return {};
@@ -105,8 +102,7 @@ cm_event id_impl::next_event_sync(std::chrono::milliseconds timeout, error_code&
         ec = RDMACM_CALL_ERROR("eventfd");
         return {};
     }
-    in_sync_call_ = true;
-    ++calls_in_flight_; // close() wakes it (wake_fd_), and the id goes when it returns
+    life_.enter_admitted_call(true); // close() wakes it (wake_fd_), and the id goes when it returns
     rdma_cm_id* id = id_;
     const int wake_fd = wake_fd_;
     lock.unlock();
@@ -119,13 +115,12 @@ cm_event id_impl::next_event_sync(std::chrono::milliseconds timeout, error_code&
         rdma_ack_cm_event(raw);
     }
     lock.lock();
-    in_sync_call_ = false;
-    --calls_in_flight_;
-    if (machine_.closed()) {
-        after_call(lock);
+    if (life_.closed()) {
+        after_call(lock, true);
         ec = boost::asio::error::operation_aborted;
         return {};
     }
+    (void)life_.leave_call(true);                        // (as in call_sync)
     if (!ev.empty()) (void)machine_.on_event(ev.type()); // notes a DISCONNECTED; nothing waits
     return ev;
 }

@@ -33,6 +33,7 @@ namespace {
 
 using namespace rdmacm::detail;
 using rdmacm::test::exploration;
+using rdmacm::test::trace_of;
 
 // The machine under test: the core's, or one with a defect put back.
 struct rules {
@@ -322,12 +323,6 @@ void expect_found(const rules& r, const std::string& expected) {
     auto e = explore_all(r, total);
     BOOST_TEST_MESSAGE("found: " << e.violation.value_or("nothing"));
     BOOST_TEST(e.violation.value_or("").starts_with(expected), e.violation.value_or("nothing"));
-}
-
-std::string trace_of(const exploration& e) {
-    std::string t;
-    for (auto c : e.trace) t += std::to_string(c) + " ";
-    return t;
 }
 
 } // namespace

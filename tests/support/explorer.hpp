@@ -56,4 +56,11 @@ exploration explore(RunOnce run_once) {
     }
 }
 
+// A failing run's choices, for its message.
+inline std::string trace_of(const exploration& e) {
+    std::string t;
+    for (auto c : e.trace) t += std::to_string(c) + " ";
+    return t;
+}
+
 } // namespace rdmacm::test
