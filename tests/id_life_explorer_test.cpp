@@ -15,13 +15,14 @@
 //   - the destroyer, destroying the id once it was submitted.
 // After every step and at the end of every run it checks what a user relies on:
 //   - no librdmacm call on the id beside rdma_migrate_id, nor on a destroyed id; the id
-//     never destroyed under a call;
+//     never destroyed under a call; no move begun under a blocking call of synchronous mode;
 //   - the id destroyed exactly once once closed, never unless closed;
 //   - a move's handler completes (or is let go of at a shutdown) exactly once;
 //   - nothing waits for good (a call for a migrate call, a move for a call's end).
-// The explorer is shown to fail: four cases put a defect back into the machine (the last call
+// The explorer is shown to fail: five cases put a defect back into the machine (the last call
 // out forgetting the waiting move; a call not waiting for rdma_migrate_id; a shutdown taking
-// a move in its call; a close destroying the id whatever its move is doing).
+// a move in its call; a move begun beside a blocking call of synchronous mode; a close
+// destroying the id whatever its move is doing).
 #include "id_life.hpp"
 #include "support/explorer.hpp"
 
@@ -49,11 +50,13 @@ struct config {
     bool reader_busy = false; // its old reader is busy when the move is ready: the call is made from its strand
     bool close = false;       // a close, on a thread of its own
     bool shutdown = false;    // the context shuts down
+    bool synchronous = false; // the id is in synchronous mode: the callers' are blocking calls, the move goes back
 };
 
 std::string describe(const config& c) {
     std::string d = std::to_string(c.callers) + " caller(s)";
     if (c.move) d += std::string(", a move") + (c.fails ? " failing" : "") + (c.reader_busy ? " (reader busy)" : "");
+    if (c.synchronous) d += ", synchronous";
     if (c.close) d += ", a close";
     if (c.shutdown) d += ", a shutdown";
     return d;
@@ -62,7 +65,14 @@ std::string describe(const config& c) {
 template <typename Life>
 class model {
 public:
-    explicit model(config c) : config_(c), callers_(static_cast<std::size_t>(c.callers)) {}
+    explicit model(config c) : config_(c), callers_(static_cast<std::size_t>(c.callers)) {
+        if (!c.synchronous) return;
+        life_.move_begins(); // (a move to synchronous mode made before)
+        (void)life_.ready();
+        life_.call_begins();
+        (void)life_.call_made(true, true);
+        (void)life_.ends_move();
+    }
 
     template <typename Choose>
     bool run(Choose&& choose) {
@@ -107,27 +117,39 @@ private:
     void enter(std::size_t i) {
         auto& c = callers_[i];
         c.seen = migrate_calls_;
+        if (config_.synchronous) { // call_sync: refused, or admitted and counted
+            if (life_.sync_refusal()) {
+                c.where = caller::done;
+                return;
+            }
+            life_.enter_admitted_call(true);
+            return entered(c);
+        }
         switch (life_.enter_call()) {
-        case id_life::entry::go:
-            if (migrate_in_kernel_) fail("a call made beside rdma_migrate_id");
-            if (destroyed_) fail("a call made on a destroyed id");
-            ++kernel_calls_;
-            c.where = caller::in_call;
-            break;
+        case id_life::entry::go: entered(c); break;
         case id_life::entry::wait: c.where = caller::waiting; break;
         case id_life::entry::closed: c.where = caller::done; break;
         }
     }
+    void entered(caller& c) {
+        if (migrate_in_kernel_) fail("a call made beside rdma_migrate_id");
+        if (destroyed_) fail("a call made on a destroyed id");
+        ++kernel_calls_;
+        c.where = caller::in_call;
+    }
     void leave(std::size_t i) {
         --kernel_calls_;
         callers_[i].where = caller::done;
-        follow(life_.leave_call());
+        follow(life_.leave_call(config_.synchronous));
     }
 
     void begin_move() {
         move_started_ = true;
         if (life_.move_refusal()) return conclude(); // refused: its handler completes
         life_.move_begins();
+        // librdmacm's blocking call waits for an event on the private channel the move takes
+        // the id off: it would wait for good, or take another's event.
+        if (config_.synchronous && kernel_calls_ != 0) fail("a move begun under a blocking call");
         move_began_ = true;
         ready(!config_.reader_busy); // (in the same hold of the lock: migrate_step)
     }
@@ -265,21 +287,24 @@ exploration explore_all(std::size_t& total) {
             for (bool fails : {false, true})
                 for (bool reader_busy : {false, true})
                     for (bool close : {true, false})
-                        for (bool shutdown : {false, true}) {
-                            if (!move && (fails || reader_busy)) continue;
-                            const config c{callers, move, fails, reader_busy, close, shutdown};
-                            auto e = rdmacm::test::explore([&](auto choose) -> std::optional<std::string> {
-                                model<Life> m(c);
-                                m.run(choose);
-                                return m.violation;
-                            });
-                            total += e.runs;
-                            if (e.violation) {
-                                e.violation = *e.violation + " (" + describe(c) + ")";
-                                return e;
+                        for (bool shutdown : {false, true})
+                            for (bool synchronous : {false, true}) {
+                                if (!move && (fails || reader_busy)) continue;
+                                if (synchronous && (callers == 0 || reader_busy))
+                                    continue; // (back from it: the target's reader calls)
+                                const config c{callers, move, fails, reader_busy, close, shutdown, synchronous};
+                                auto e = rdmacm::test::explore([&](auto choose) -> std::optional<std::string> {
+                                    model<Life> m(c);
+                                    m.run(choose);
+                                    return m.violation;
+                                });
+                                total += e.runs;
+                                if (e.violation) {
+                                    e.violation = *e.violation + " (" + describe(c) + ")";
+                                    return e;
+                                }
+                                all.runs += e.runs;
                             }
-                            all.runs += e.runs;
-                        }
     return all;
 }
 
@@ -318,6 +343,15 @@ struct shutdown_takes_a_calling_move : id_life {
         return true;
     }
 };
+// A move begun beside a blocking call of synchronous mode (librdmacm's call waits on the
+// private channel the move takes the id off).
+struct moves_beside_a_blocking_call : id_life {
+    rdmacm::error_code move_refusal() const noexcept {
+        if (closed_) return rdmacm::errc::not_open;
+        if (phase_ != move_phase::none) return rdmacm::errc::operation_in_progress;
+        return {};
+    }
+};
 // A close that destroys the id whatever its move is doing (as before the move was counted).
 struct close_ignores_the_move : id_life {
     actions close() noexcept {
@@ -349,6 +383,10 @@ BOOST_AUTO_TEST_CASE(the_explorer_finds_a_call_made_beside_the_migrate_call) {
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_shutdown_that_takes_a_move_in_its_call) {
     expect_found<shutdown_takes_a_calling_move>("a move's handler completed twice");
+}
+
+BOOST_AUTO_TEST_CASE(the_explorer_finds_a_move_begun_beside_a_blocking_call) {
+    expect_found<moves_beside_a_blocking_call>("a move begun under a blocking call");
 }
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_close_that_destroys_a_moving_id) {

@@ -25,12 +25,23 @@ struct gate::state {
 
 namespace {
 
-std::mutex mutex;
-std::condition_variable changed;
-std::map<std::string, std::pair<int, int>> pending;                     // call -> (errno, times)
-std::vector<std::shared_ptr<gate::state>> gates;                        // armed or holding
-std::map<std::pair<std::string, const void*>, int> call_count;          // (call, subject) -> calls
-std::map<std::pair<std::string, const void*>, std::set<pid_t>> callers; // (call, subject) -> thread ids
+struct harness {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::map<std::string, std::pair<int, int>> pending;                     // call -> (errno, times)
+    std::vector<std::shared_ptr<gate::state>> gates;                        // armed or holding
+    std::map<std::pair<std::string, const void*>, int> call_count;          // (call, subject) -> calls
+    std::map<std::pair<std::string, const void*>, std::set<pid_t>> callers; // (call, subject) -> thread ids
+};
+// Never destroyed: a library thread may make a wrapped call while the process exits, after
+// the statics' destructors ran (exit_test).
+harness& the = *new harness;
+std::mutex& mutex = the.mutex;
+std::condition_variable& changed = the.changed;
+auto& pending = the.pending;
+auto& gates = the.gates;
+auto& call_count = the.call_count;
+auto& callers = the.callers;
 
 bool is_destroy_of_subject(const char* name) {
     return std::strcmp(name, "rdma_destroy_id") == 0 || std::strcmp(name, "rdma_destroy_event_channel") == 0;
