@@ -2,6 +2,7 @@
 #include "rdmacm/detail/call_error.hpp"
 #include "rdmacm/memory_region.hpp"
 
+#include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <utility>
@@ -9,7 +10,10 @@
 namespace rdmacm {
 
 memory_region::memory_region(ibv_pd* pd, std::span<std::byte> buffer, int access)
-    : mr_(ibv_reg_mr(pd, buffer.data(), buffer.size(), access)), buffer_(buffer) {
+    : mr_(pd ? ibv_reg_mr(pd, buffer.data(), buffer.size(), access) : nullptr), buffer_(buffer) {
+    if (!pd) // (libibverbs would read through it)
+        throw boost::system::system_error(boost::asio::error::invalid_argument,
+                                          "memory_region: no protection domain (a closed queue pair's pd() is null)");
     if (!mr_) throw boost::system::system_error(RDMACM_CALL_ERROR("ibv_reg_mr"));
     lkey_ = mr_->lkey;
     rkey_ = mr_->rkey;

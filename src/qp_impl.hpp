@@ -57,7 +57,9 @@ public:
             std::chrono::nanoseconds poll_for);
     ~qp_impl() override;
 
-    ibv_qp* native() const noexcept { return qp_; }
+    // Null once closed (by the queue pair's close or its id's): the id's destroy, which
+    // takes the queue pair along, may come at any time after.
+    ibv_qp* native() const noexcept { return closing_.load(std::memory_order_acquire) ? nullptr : qp_; }
     ibv_cq* cq() const noexcept { return resources_->cq; }
     executor_type get_executor() const {
         std::lock_guard lock(mutex_);
@@ -84,6 +86,9 @@ public:
     // `release` runs once the queue pair is destroyed, before the id: it deregisters memory
     // the device may write into until then (a receive_pool's), which must not outlive the id.
     void on_destroyed(std::function<void()> release);
+    // A receive pool's operation waits (+1) or no longer does (-1): the queue pair holds its
+    // context's work meanwhile, and takes it along when it moves (as for its own operations).
+    void waiting_beside(int change) noexcept;
     // `user` (a receive_pool, which holds an operation's handler of its own) is told after
     // the queue pair when the context the queue pair is on shuts down: its handler must go
     // with the context too, or a coroutine frame waiting in it keeps the whole connection.
@@ -153,8 +158,12 @@ private:
     // Puts the queue pair in the error state (a verbs call begun by the caller, ended here):
     // the device flushes every work request; what it has not flushed after flush_grace is
     // flushed by a pass on the queue pair's context then (none if that has shut down).
+    // Refused (ibv_modify_qp failed), no grace: the device may still write every buffer.
     void flush() noexcept;
     void flush_after_grace(const executor_type& ex); // the pass that flushes the rest, on `ex`
+    // Handlers taken to go now (a close with no context, a shutdown), after the device was
+    // told: they go here, or, if it refused, with the queue pair's destroy (kept_).
+    void let_go_once_safe(std::vector<handler>& handlers) noexcept;
     // Terminal cancellation of work request `wr_id`: a posted work request cannot be
     // recalled, so the queue pair goes to the error state (as when the connection is lost)
     // and the request completes with operation_aborted once the device flushed it (its
@@ -183,9 +192,13 @@ private:
     std::vector<std::uint64_t> cancelled_; // outstanding, cancelled: complete with operation_aborted
     std::vector<std::function<void()>> on_destroyed_;
     std::vector<std::weak_ptr<context_user>> also_gone_; // told after context_gone
-    qp_machine machine_;                                 // closed, in error, what the device was told (qp_machine.hpp)
+    // Handlers to go at once whose device refused the error state: their buffers are the
+    // device's until the queue pair is destroyed, and they go then (queue_pair_destroyed).
+    std::vector<handler> kept_;
+    qp_machine machine_; // closed, in error, what the device was told (qp_machine.hpp)
     bool moving_ = false;
     bool busy_ = false;            // what executor_ was last told
+    int waiting_beside_ = 0;       // receive pools' waiting operations (waiting_beside)
     std::vector<completion> held_; // while moving, and until the current poller hands them over
     // Closed with work requests outstanding: itself, until they are flushed (the user and the
     // id may let go of it first). Let go of on the destroyer thread, where the CQ then goes.

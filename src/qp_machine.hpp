@@ -17,6 +17,8 @@ public:
         erred,   // a work request failed: an RC queue pair is in error, the device flushes the rest
         telling, // a call to the error state is being made (by another thread, maybe)
         told,    // that call returned: the device flushes every work request
+        refused, // that call failed: the device may write every posted buffer until the
+                 // queue pair is destroyed (a later close or shutdown tells it again)
     };
     enum class posting : std::uint8_t {
         go,              // post it to the device
@@ -77,8 +79,8 @@ public:
         }
         // (Destroyed before its close: an id whose close never ran, destroyed by its last
         // reference, ~id_impl. The device is gone: a pass aborts what is left.)
-        if (!f.outstanding || destroyed_) return {}; // a pass hands over what is left
-        const bool tell = device_ != device::told && device_ != device::telling;
+        if (!f.outstanding || destroyed_) return {};                             // a pass hands over what is left
+        const bool tell = device_ != device::told && device_ != device::telling; // (refused: again)
         if (tell) device_ = device::telling;
         return {.tell = tell, .wait_for_flush = true, .let_go_now = false};
     }
@@ -93,7 +95,8 @@ public:
         return tell;
     }
 
-    void told() noexcept { device_ = device::told; }
+    // The call to the error state returned; `heeded`: it succeeded (ibv_modify_qp's result).
+    void told(bool heeded) noexcept { device_ = heeded ? device::told : device::refused; }
     // The device had its time to flush (siw never completes work posted after its
     // connection went): a pass flushes what is outstanding.
     void grace_over() noexcept { grace_over_ = true; }
@@ -102,6 +105,10 @@ public:
     bool closed() const noexcept { return closed_; }
     bool was_destroyed() const noexcept { return destroyed_; }
     bool grace_running() const noexcept { return device_ == device::told && !grace_over_; }
+    // Whether handlers taken to go now (a close with no context, a shutdown) may go once the
+    // device was told: not while it refused, and is not destroyed — they go with the queue
+    // pair's destroy then (review W3: they went, their buffers still the device's).
+    bool may_let_go() const noexcept { return device_ != device::refused || destroyed_; }
     // Whether a pass completes every outstanding work request itself (after what it polled,
     // in posting order): the grace is over, or the queue pair is closed and gone.
     bool flushes_outstanding() const noexcept { return grace_over_ || (closed_ && destroyed_); }
@@ -116,7 +123,8 @@ private:
     // or erred by itself; if another thread is telling it right now, its call may not have
     // returned: told again (the call counts, so the queue pair is not destroyed under it).
     bool must_tell(bool outstanding) const noexcept {
-        return outstanding && !destroyed_ && (device_ == device::working || device_ == device::telling);
+        return outstanding && !destroyed_ &&
+               (device_ == device::working || device_ == device::telling || device_ == device::refused);
     }
 
     device device_ = device::working;

@@ -237,11 +237,19 @@ void qp_impl::also_tell_when_context_gone(std::weak_ptr<context_user> user) {
 
 void qp_impl::queue_pair_destroyed() noexcept {
     std::vector<std::function<void()>> releases;
+    std::vector<handler> kept; // their buffers are nobody's now: they go, never called
+    std::shared_ptr<poller> wake; // to hand over what the device can no longer complete
     {
         std::lock_guard lock(mutex_);
         machine_.destroyed();
         releases.swap(on_destroyed_);
+        kept.swap(kept_);
+        // Closed, work outstanding: a pass flushes it now. Usually the flush's grace came
+        // first; not when the device refused the error state (no grace: found by the queue
+        // pair explorer, a close trusting a call that then failed).
+        if (machine_.flushes_outstanding() && !outstanding_.empty()) wake = poller_;
     }
+    if (wake) wake_later(wake);
     for (auto& r : releases) r();
 }
 
@@ -274,7 +282,13 @@ void qp_impl::settle() noexcept {
     update_busy();
 }
 
-bool qp_impl::busy_now() const noexcept { return !outstanding_.empty() || !held_.empty(); }
+bool qp_impl::busy_now() const noexcept { return !outstanding_.empty() || !held_.empty() || waiting_beside_ > 0; }
+
+void qp_impl::waiting_beside(int change) noexcept {
+    std::lock_guard lock(mutex_);
+    waiting_beside_ += change;
+    update_busy();
+}
 
 void qp_impl::update_busy() noexcept {
     if (bool busy = busy_now(); busy != busy_) executor_.set_busy(busy_ = busy);
@@ -555,18 +569,29 @@ void qp_impl::flush() noexcept {
     // work request (each completes with IBV_WC_WR_FLUSH_ERR), none waits for the peer.
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_ERR;
-    ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+    const bool heeded = ibv_modify_qp(qp_, &attr, IBV_QP_STATE) == 0;
     // The grace starts once the device was told, where the queue pair is now: a move that
     // ended meanwhile found no flush made, and started none (end_move). (Told, under the
     // lock, while the call still counts: a shutdown that saw it being told may call too.)
+    // Refused, the device may write every posted buffer still: no grace, the handlers wait
+    // for their completions, or for the queue pair's destroy (qp_machine::may_let_go).
     executor_type ex;
     {
         std::lock_guard lock(mutex_);
-        machine_.told();
-        ex = executor_.get();
+        machine_.told(heeded);
+        if (machine_.grace_running()) ex = executor_.get();
     }
     end_verbs_call();
     flush_after_grace(ex);
+}
+
+void qp_impl::let_go_once_safe(std::vector<handler>& handlers) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (!machine_.may_let_go()) // the device refused the error state: until the destroy
+            for (auto& h : handlers) kept_.push_back(std::move(h));
+    }
+    handlers.clear(); // (those not kept go here, out of the lock)
 }
 
 void qp_impl::flush_after_grace(const executor_type& ex) {
@@ -595,6 +620,7 @@ void qp_impl::flush_after_grace(const executor_type& ex) {
 // before the queue pair's turn): the device is told, then the handlers go, never called.
 void qp_impl::close() noexcept {
     std::vector<completion> left_over; // the handlers no pass will hand over
+    std::vector<handler> waiting;      // (let_go_now: those the device may still hold)
     std::shared_ptr<poller> current, left;
     qp_machine::closing steps;
     {
@@ -606,8 +632,8 @@ void qp_impl::close() noexcept {
         if (steps.tell) begin_verbs_call(); // the flush's ibv_modify_qp: the destroy waits for it
         if (steps.wait_for_flush) flushing_ = shared_from_this();
         if (steps.let_go_now) {
-            left_over.swap(held_);
-            for (auto& [id, h] : outstanding_.take_all()) left_over.push_back({std::move(h), {}, 0});
+            left_over.swap(held_); // (completed: their buffers are back)
+            for (auto& [id, h] : outstanding_.take_all()) waiting.push_back(std::move(h));
             left = std::move(poller_);
             update_busy();
         }
@@ -615,8 +641,9 @@ void qp_impl::close() noexcept {
         closing_.store(true); // no verbs call starts from here (wait_idle)
     }
     if (steps.tell) flush();
+    let_go_once_safe(waiting); // (after the device was told: none unless let_go_now)
     if (steps.let_go_now || steps.wait_for_flush || !current || wake_later(current))
-        return; // (what was left over goes here: after the device was told)
+        return; // (what was left over goes here)
     // The reader's context is gone (a move that could not seat the queue pair on its new
     // context): nothing polls any more; what a pass would hand over is posted from here.
     executor_type ex;
@@ -632,7 +659,7 @@ void qp_impl::close() noexcept {
 void qp_impl::context_gone() noexcept {
     // Destroyed here, outside the lock: a coroutine frame suspended on the queue pair lets
     // go of it (a cycle otherwise: frame -> queue pair -> handler -> frame).
-    std::vector<std::pair<std::uint64_t, handler>> waiting;
+    std::vector<handler> waiting;
     std::vector<completion> held;
     std::shared_ptr<qp_impl> flushing;
     std::vector<std::shared_ptr<context_user>> users;
@@ -646,13 +673,14 @@ void qp_impl::context_gone() noexcept {
         // flush any more), unless it was told or erred by itself (qp_machine).
         tell = machine_.context_gone(!outstanding_.empty());
         if (tell) begin_verbs_call();
-        waiting = outstanding_.take_all();
+        for (auto& [id, h] : outstanding_.take_all()) waiting.push_back(std::move(h));
         held.swap(held_);
         cancelled_.clear();
         flushing = std::move(flushing_);
         update_busy();
     }
     if (tell) flush();
+    let_go_once_safe(waiting);
     if (flushing) destroy_later([flushing = std::move(flushing)] {});
     for (auto& u : users) u->context_gone(); // (a receive_pool's own waiting handler)
 }

@@ -20,20 +20,22 @@ constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
 
 std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_impl> qp, std::size_t depth,
                                                              std::size_t message_size) {
-    if (!qp) throw boost::system::system_error(errc::not_open, "receive_pool: its queue pair");
+    ibv_qp* native = qp ? qp->native() : nullptr; // (none once closed, also by its id's close)
+    if (!native) throw boost::system::system_error(errc::not_open, "receive_pool: its queue pair");
     if (!receive_pool_ops::valid_sizes(depth, message_size))
         throw std::invalid_argument("receive_pool: depth and message size must be in 1 .. 2^32 - 2");
-    std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), depth, message_size));
+    std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), native->pd, depth, message_size));
     pool->qp_->on_destroyed([m = pool->memory_] { m->region.reset(); });
     pool->qp_->also_tell_when_context_gone(pool);
     for (std::size_t i = 0; i < depth; ++i) pool->post(static_cast<std::uint32_t>(i));
     return pool;
 }
 
-receive_pool_impl::receive_pool_impl(std::shared_ptr<qp_impl> qp, std::size_t depth, std::size_t message_size)
+receive_pool_impl::receive_pool_impl(std::shared_ptr<qp_impl> qp, ibv_pd* pd, std::size_t depth,
+                                     std::size_t message_size)
     : qp_(std::move(qp)), slot_size_(message_size) {
     std::vector<std::byte> buffer(depth * message_size);
-    memory_region region(qp_->native()->pd, buffer);
+    memory_region region(pd, buffer);
     memory_ = std::make_shared<memory>(memory{std::move(buffer), std::move(region)});
 }
 
@@ -75,6 +77,7 @@ void receive_pool_impl::arrived(arrival a) {
     auto h = std::move(waiting_.front().h);
     const auto id = waiting_.front().id;
     waiting_.pop_front();
+    qp_->waiting_beside(-1); // (its post, below, holds the context's work from here)
     woken_ = id;
     woken_cancelled_ = false;
     lock.unlock();
@@ -99,6 +102,7 @@ void receive_pool_impl::receive(handler h) {
     }
     if (arrived_.empty() && !broken_) {
         waiting_.push_back({std::move(h), id});
+        qp_->waiting_beside(+1); // the context runs while it waits, wherever the queue pair moves
         return;
     }
     woken_ = id;
@@ -116,6 +120,7 @@ void receive_pool_impl::cancel(std::uint64_t id) noexcept {
     if (waiting_.empty() || waiting_.front().id != id) return; // completed already
     auto h = std::move(waiting_.front().h);
     waiting_.pop_front();
+    qp_->waiting_beside(-1);
     lock.unlock();
     abort(std::move(h));
 }
@@ -127,6 +132,7 @@ void receive_pool_impl::close() noexcept {
     if (waiting_.empty()) return;
     auto h = std::move(waiting_.front().h);
     waiting_.pop_front();
+    qp_->waiting_beside(-1);
     lock.unlock();
     abort(std::move(h));
 }
@@ -135,6 +141,7 @@ void receive_pool_impl::context_gone() noexcept {
     std::list<waiter> gone; // destroyed outside the lock: a frame it holds may close the pool
     std::lock_guard lock(mutex_);
     gone.swap(waiting_);
+    if (!gone.empty()) qp_->waiting_beside(-static_cast<int>(gone.size()));
 }
 
 // Never inside the initiating call: queued on the queue pair's executor, from there on the

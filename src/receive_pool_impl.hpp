@@ -76,7 +76,7 @@ private:
         handler h;
         std::uint64_t id;
     };
-    receive_pool_impl(std::shared_ptr<qp_impl> qp, std::size_t depth, std::size_t message_size);
+    receive_pool_impl(std::shared_ptr<qp_impl> qp, ibv_pd* pd, std::size_t depth, std::size_t message_size);
     void post(std::uint32_t slot);
     void arrived(arrival a);
     void cancel(std::uint64_t id) noexcept;

@@ -1,4 +1,5 @@
 // Misuse gets a clear error (never UB, a crash, a hang or a leaked id), on the kernel CM.
+#include "support/connection_pair.hpp"
 #include "support/fixture.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -226,6 +227,33 @@ BOOST_FIXTURE_TEST_CASE(a_queue_pair_before_the_id_has_a_device, channel_fixture
             return e.code() == errc::not_open;
         };
         BOOST_CHECK_EXCEPTION(receive_pool(qp, 4, 64), boost::system::system_error, closed);
+    }());
+}
+
+// A queue pair whose id was closed (the whole-core review of 2026-12-06, finding 1): the
+// queue pair goes with the id, on the destroyer thread, while the user's queue_pair handle
+// may still be open. Its native handle and protection domain are null from the close on, and
+// what would register memory on them fails clearly. Before: pd() read the destroyed ibv_qp,
+// and a receive_pool made on it registered memory through it (AddressSanitizer:
+// heap-use-after-free, rxe and siw).
+BOOST_FIXTURE_TEST_CASE(a_queue_pair_whose_id_is_closed_has_no_protection_domain, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p);
+        co_await p.client->async_close(use_awaitable); // the id, and its queue pair, destroyed
+        BOOST_TEST(p.client_qp->is_open());            // (the handle: closing it is the user's to do)
+        BOOST_TEST(p.client_qp->native_handle() == nullptr);
+        BOOST_TEST(p.client_qp->pd() == nullptr);
+        auto not_open = [](const boost::system::system_error& e) { return e.code() == errc::not_open; };
+        BOOST_CHECK_EXCEPTION(receive_pool(*p.client_qp, 4, 64), boost::system::system_error, not_open);
+        std::array<std::byte, 64> buffer{};
+        auto no_domain = [](const boost::system::system_error& e) {
+            BOOST_TEST(std::string_view(e.what()).find("memory_region") != std::string_view::npos, e.what());
+            return e.code() == asio::error::invalid_argument;
+        };
+        BOOST_CHECK_EXCEPTION(memory_region(p.client_qp->pd(), buffer), boost::system::system_error, no_domain);
+        p.server->close();
     }());
 }
 

@@ -22,6 +22,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <array>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <atomic>
@@ -495,6 +496,41 @@ BOOST_AUTO_TEST_CASE(a_closed_queue_pair_s_receive_completes_after_the_device_le
     BOOST_REQUIRE(run_until(
         f.ctx, [&] { return received.has_value(); }, 10s));
     BOOST_TEST((*received == asio::error::operation_aborted), received->message());
+}
+
+// The whole-core review's W3: the device refusing the error state. A terminal cancellation
+// of a posted receive puts the queue pair in the error state so that the device lets go of
+// the buffer; when that ibv_modify_qp fails, the buffer is still the device's: the receive
+// is not handed back (no grace, no operation_aborted), and completes when the peer's message
+// lands in it. Before: operation_aborted after the 100 ms grace, the peer's message then
+// written into the buffer handed back (rxe and siw).
+BOOST_AUTO_TEST_CASE(a_receive_whose_flush_the_device_refuses_stays_the_device_s) {
+    channel_fixture f;
+    client_with_buffer c(f);
+    std::optional<error_code> received;
+    std::size_t bytes = 0;
+    asio::cancellation_signal cancel;
+    c.receive(asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, std::size_t n) {
+        received = ec;
+        bytes = n;
+    }));
+    faults::inject("ibv_modify_qp", ENOMEM, 1);
+    cancel.emit(asio::cancellation_type::terminal);
+    run_until(
+        f.ctx, [&] { return received.has_value(); }, 500ms);
+    BOOST_TEST(faults::clear() == 0, "the cancellation made no ibv_modify_qp");
+    BOOST_TEST(!received, "handed back while its buffer is the device's: " << received->message());
+    std::array<char, 5> hello{'h', 'e', 'l', 'l', 'o'};
+    memory_region hello_mr(c.p.server_qp->pd(), std::as_writable_bytes(std::span(hello)));
+    std::optional<error_code> sent;
+    c.p.server_qp->async_send(hello_mr, std::as_bytes(std::span(hello)),
+                              [&](error_code ec, std::size_t) { sent = ec; });
+    BOOST_REQUIRE(run_until(
+        f.ctx, [&] { return received.has_value() && sent.has_value(); }, 10s));
+    BOOST_TEST(!*sent, sent->message());
+    BOOST_TEST(!*received, received->message()); // done before any flush: reported, not lost
+    BOOST_TEST(bytes == 5u);
+    BOOST_TEST(std::memcmp(c.buffer.data(), hello.data(), hello.size()) == 0);
 }
 
 // The context shuts down while a close() on another thread tells the device to flush (its

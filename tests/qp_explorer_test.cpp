@@ -56,6 +56,7 @@ struct config {
     bool flushes_late;          // work posted to a queue pair in error is flushed (rxe), or never completes (siw)
     bool destroy_first = false; // an id never closed, destroyed by its last reference (~id_impl): the
                                 // queue pair may be destroyed before it is closed
+    bool refuses = false;       // the device refuses the first call to the error state (ibv_modify_qp fails)
 };
 
 enum class status : std::uint8_t { ok, failed, flushed, aborted };
@@ -206,10 +207,21 @@ private:
     // flush(): ibv_modify_qp, then told under the lock, its grace on the executor.
     void tell() {
         if (destroyed_) fail("ibv_modify_qp on a destroyed queue pair");
-        device_error_ = true;
-        m_.told();
+        const bool heeded = !c_.refuses || refused_;
+        refused_ = true;
+        if (heeded) device_error_ = true;
+        m_.told(heeded);
         --verbs_calls_;
-        if (alive_) ++timers_;
+        if (alive_ && m_.grace_running()) ++timers_;
+    }
+    // Handlers taken to go now, after the device was told (let_go_once_safe): kept until
+    // the destroy while it refused.
+    void let_go_once_safe(const std::vector<int>& taken) {
+        for (int w : taken)
+            if (m_.may_let_go())
+                let_go(w, fate::destroyed);
+            else
+                kept_.push_back(w);
     }
 
     void close_lock() {
@@ -227,10 +239,7 @@ private:
     void close_rest() {
         close_stage_ = 2;
         if (closing_.tell) tell();
-        if (closing_.let_go_now) {
-            for (int w : left_over_) let_go(w, fate::destroyed);
-            return;
-        }
+        if (closing_.let_go_now) return let_go_once_safe(left_over_);
         if (closing_.wait_for_flush || !close_current_) return;
         if (alive_) { // wake_later: a pass hands over what is left
             ++wakes_;
@@ -265,13 +274,16 @@ private:
     void gone_rest() {
         shut_stage_ = 3;
         if (gone_tells_) tell();
-        for (int w : gone_waiting_) let_go(w, fate::destroyed);
+        let_go_once_safe(gone_waiting_);
     }
 
     void destroy() {
         destroyed_ = true;
         m_.destroyed();
         device_.clear(); // the device lets go of every buffer
+        for (int w : kept_) let_go(w, fate::destroyed);
+        kept_.clear();
+        if (m_.flushes_outstanding() && !outstanding_.empty() && poller_ && alive_) ++wakes_; // wake_later
     }
 
     void finished() {
@@ -298,7 +310,8 @@ private:
     int close_stage_ = 0, lost_stage_ = 0, shut_stage_ = 0;
     qp_machine::closing closing_{};
     bool close_current_ = false, gone_tells_ = false;
-    std::vector<int> left_over_, gone_waiting_;
+    std::vector<int> left_over_, gone_waiting_, kept_;
+    bool refused_ = false; // the device refused a call to the error state already
 };
 
 constexpr std::array configs{
@@ -308,6 +321,8 @@ constexpr std::array configs{
     config{"a close, a loss and a failure (rxe)", 2, true, true, false, true},
     config{"a close, a loss and a failure (siw)", 2, true, true, false, false},
     config{"an id destroyed before its queue pair is closed (rxe)", 1, false, true, false, true, true},
+    config{"a loss the device refuses to flush, then a close (rxe)", 2, false, true, false, true, false, true},
+    config{"a close inside the shutdown, the device refusing once (siw)", 2, false, false, true, false, false, true},
 };
 
 template <typename Machine>
@@ -369,14 +384,19 @@ struct trusts_a_telling : qp_machine {
         telling = telling || c.tell;
         return c;
     }
-    void told() noexcept {
+    void told(bool heeded) noexcept {
         telling = false;
-        qp_machine::told();
+        qp_machine::told(heeded);
     }
     bool context_gone(bool outstanding) noexcept {
         const bool other = telling;
         return qp_machine::context_gone(outstanding) && !other;
     }
+};
+
+// Review W3 put back: a call to the error state that failed is taken as made.
+struct trusts_a_refused_call : qp_machine {
+    void told(bool) noexcept { qp_machine::told(true); }
 };
 
 } // namespace
@@ -409,6 +429,10 @@ BOOST_AUTO_TEST_CASE(the_explorer_finds_a_shutdown_trusting_a_call_not_returned)
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_close_telling_a_destroyed_queue_pair) {
     require_found<tells_a_destroyed_one>("a close telling a destroyed queue pair", "on a destroyed queue pair");
+}
+
+BOOST_AUTO_TEST_CASE(the_explorer_finds_a_refused_call_taken_as_made) {
+    require_found<trusts_a_refused_call>("a refused call taken as made", "may still write into its buffer");
 }
 
 BOOST_AUTO_TEST_CASE(the_explorer_finds_a_post_in_error_refused_at_once) {

@@ -214,3 +214,51 @@ BOOST_FIXTURE_TEST_CASE(closing_ends_a_waiting_receive, channel_fixture) {
         BOOST_TEST((*ended == asio::error::operation_aborted), ended->message());
     }());
 }
+
+// The whole-core review's W2: a pool's receive waits on a connection that then moves to
+// another context. Its work goes along (the queue pair holds it, as for its own operations),
+// so the old context's run() returns once its own I/O is gone, and the handler runs on the
+// new one. Before: its work was tracked at its start on the old context, whose run() then
+// waited for a message (and a handler completing after that context was destroyed let go of
+// work on it).
+BOOST_AUTO_TEST_CASE(a_pool_s_waiting_receive_takes_its_work_along_when_the_connection_moves) {
+    asio::io_context old_ctx, new_ctx, server_ctx;
+    event_channel server_channel(server_ctx), new_channel(new_ctx);
+    std::optional<event_channel> old_channel(std::in_place, old_ctx);
+    auto l = make_listener(server_channel);
+    connection_pair p;
+    bool connected = false;
+    asio::co_spawn(old_ctx, connect_pair(l, *old_channel, p), [&](std::exception_ptr e) {
+        if (e) BOOST_TEST_ERROR(what(e));
+        connected = true;
+    });
+    BOOST_REQUIRE(run_both(server_ctx, old_ctx, [&] { return connected; }));
+    BOOST_REQUIRE(p.client_qp && p.server_qp);
+    receive_pool pool(*p.client_qp, 4, 64);
+    std::optional<error_code> received;
+    bool on_new = false;
+    pool.async_receive([&](error_code ec, received_message) {
+        received = ec;
+        on_new = new_ctx.get_executor().running_in_this_thread();
+    });
+    std::optional<error_code> moved;
+    p.client->async_migrate(new_channel, [&](error_code ec) { moved = ec; });
+    BOOST_REQUIRE(run_both(old_ctx, new_ctx, [&] { return moved.has_value(); }));
+    BOOST_REQUIRE_MESSAGE(!*moved, moved->message());
+    old_channel.reset(); // the old context's last I/O object
+    auto retired = std::async(std::launch::async, [&] { old_ctx.run(); });
+    const bool returned = retired.wait_for(5s) == std::future_status::ready;
+    BOOST_TEST(returned, "the old context's run() waits for a pool's receive on a connection that left it");
+    old_ctx.stop();
+    retired.get();
+    pool.close();
+    BOOST_TEST(run_until(
+        new_ctx, [&] { return received.has_value(); }, 10s));
+    BOOST_TEST((received.value_or(error_code{}) == asio::error::operation_aborted),
+               received.value_or(error_code{}).message());
+    BOOST_TEST(on_new, "the handler ran elsewhere than on the connection's new context");
+    p.client->close();
+    p.server->close();
+    run_both(
+        server_ctx, new_ctx, [] { return false; }, 200ms);
+}

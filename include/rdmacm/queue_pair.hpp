@@ -136,9 +136,15 @@ public:
 
     /// The id's executor (it follows the id's migrations).
     executor_type get_executor() const { return detail::executor_as<Executor>(current_executor(impl_, executor_)); }
+    /// Null once the queue pair is closed, also by its id's close: the queue pair then goes
+    /// with the id, on the library's destroyer thread.
     native_handle_type native_handle() const noexcept { return impl_ ? detail::qp_ops::native(*impl_) : nullptr; }
-    /// The protection domain to register memory with.
-    ibv_pd* pd() const noexcept { return impl_ ? detail::qp_ops::native(*impl_)->pd : nullptr; }
+    /// The protection domain to register memory with; null once the queue pair is closed
+    /// (as native_handle()): a memory_region or receive_pool made on it then fails.
+    ibv_pd* pd() const noexcept {
+        auto* qp = native_handle();
+        return qp ? qp->pd : nullptr;
+    }
     bool is_open() const noexcept { return impl_ != nullptr; }
     /// Completes every outstanding operation with operation_aborted, each once the device
     /// has let go of its buffers: the queue pair goes to the error state and the handlers

@@ -158,10 +158,14 @@ public:
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, received_message))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_receive(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        boost::asio::any_io_executor ex = impl_ ? detail::receive_pool_ops::executor(*impl_) : executor_;
-        return detail::async_start<void(error_code, received_message)>(
-            ex, std::forward<Token>(token),
-            [impl = impl_, ex](auto handler) { detail::receive_pool_ops::receive(impl, ex, std::move(handler)); });
+        // Its work follows the queue pair (by_object): a wait keeps it on the context the
+        // queue pair is on, which a move changes.
+        auto impl = impl_; // (read once)
+        auto executor_of = [impl, ex = executor_] { return impl ? detail::receive_pool_ops::executor(*impl) : ex; };
+        return detail::async_start<void(error_code, received_message), detail::work_of_followers::by_object>(
+            executor_of, std::forward<Token>(token), [impl, executor_of](auto handler) {
+                detail::receive_pool_ops::receive(impl, executor_of(), std::move(handler));
+            });
     }
 
 private:
