@@ -237,7 +237,7 @@ void qp_impl::also_tell_when_context_gone(std::weak_ptr<context_user> user) {
 
 void qp_impl::queue_pair_destroyed() noexcept {
     std::vector<std::function<void()>> releases;
-    std::vector<handler> kept; // their buffers are nobody's now: they go, never called
+    std::vector<handler> kept;    // their buffers are nobody's now: they go, never called
     std::shared_ptr<poller> wake; // to hand over what the device can no longer complete
     {
         std::lock_guard lock(mutex_);
