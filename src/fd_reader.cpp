@@ -49,11 +49,11 @@ void fd_reader::read(bool arm) {
         run_on_reader([self = shared_from_this(), arm] { self->read(arm); });
         throw;
     }
-    if (!arm || stopped_) return; // (stopped: released, nothing to read again)
-    if (drained)
+    if (stopped_) return; // (released: nothing to read again)
+    if (!drained) // (a read failed: again after a pause — a kick's too, W5: its event announces itself no more)
+        run_on_reader_after_a_pause([self = shared_from_this(), arm] { self->read(arm); });
+    else if (arm)
         wait();
-    else
-        run_on_reader_after_a_pause([self = shared_from_this()] { self->read(then_wait); });
 }
 
 bool fd_reader::after_a_pause(std::function<void()> f) {
@@ -103,8 +103,12 @@ void fd_reader::wait() {
     if (stopped_ || !descriptor_) return;
     descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
                             [self = shared_from_this()](boost::system::error_code ec) {
-                                if (ec || self->stopped_) return; // released: going away
-                                self->read(then_wait);
+                                if (ec == boost::asio::error::operation_aborted || self->stopped_)
+                                    return; // released: going away
+                                if (ec) // the wait failed (epoll_ctl's error): read, and wait again, after a pause (W6)
+                                    self->run_on_reader_after_a_pause([self] { self->read(then_wait); });
+                                else
+                                    self->read(then_wait);
                             });
 }
 

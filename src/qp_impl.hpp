@@ -65,6 +65,10 @@ public:
         std::lock_guard lock(mutex_);
         return executor_.get();
     }
+    // The executor to post to from a thread that may not run its context, with the call into
+    // that context the post is (none once its shutdown began): the shutdown waits for it
+    // (the third review's F2, for the data path: the whole-core review's W7).
+    bound_executor::entry enter_executor() const noexcept;
 
     // Why an operation of `what` on the buffers `found` is refused before anything is
     // posted (none: it may go).

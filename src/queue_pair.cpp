@@ -158,12 +158,12 @@ void qp_impl::post(const work_request& wr, handler h) {
             wake_later(current); // (its context shutting down: context_gone drops it)
             return;
         }
-        auto ex = executor_.get();
+        auto to = executor_.enter(); // (a call into the context until the post is made)
         error_code ec = verdict == qp_machine::posting::refuse_closed
                             ? error_code(errc::not_open)
                             : error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category());
         lock.unlock();
-        refuse(ex, std::move(h), ec);
+        refuse(to.executor, std::move(h), ec);
         return;
     }
     auto slot = boost::asio::get_associated_cancellation_slot(h);
@@ -210,12 +210,12 @@ void qp_impl::post(const work_request& wr, handler h) {
     lock.lock();
     auto failed = outstanding_.take(wr_id);
     if (!failed) return; // closed meanwhile: aborted already
-    auto ex = executor_.get();
+    auto to = executor_.enter();
     // Work queued behind it in error (never posted) may be the oldest now: a pass hands it
     // over in its turn, and nothing else would wake one (the review of 2026-12-05's D3).
     auto wake = outstanding_.has_unposted() ? poller_ : nullptr;
     lock.unlock();
-    refuse(ex, std::move(*failed), ec);
+    refuse(to.executor, std::move(*failed), ec);
     if (wake) wake_later(wake);
     settle();
 }
@@ -575,14 +575,19 @@ void qp_impl::flush() noexcept {
     // lock, while the call still counts: a shutdown that saw it being told may call too.)
     // Refused, the device may write every posted buffer still: no grace, the handlers wait
     // for their completions, or for the queue pair's destroy (qp_machine::may_let_go).
-    executor_type ex;
+    bound_executor::entry to; // (a call into the context until the grace's timer is made)
     {
         std::lock_guard lock(mutex_);
         machine_.told(heeded);
-        if (machine_.grace_running()) ex = executor_.get();
+        if (machine_.grace_running()) to = executor_.enter();
     }
     end_verbs_call();
-    flush_after_grace(ex);
+    flush_after_grace(to.executor);
+}
+
+bound_executor::entry qp_impl::enter_executor() const noexcept {
+    std::lock_guard lock(mutex_);
+    return executor_.enter();
 }
 
 void qp_impl::let_go_once_safe(std::vector<handler>& handlers) noexcept {
@@ -646,14 +651,14 @@ void qp_impl::close() noexcept {
         return; // (what was left over goes here)
     // The reader's context is gone (a move that could not seat the queue pair on its new
     // context): nothing polls any more; what a pass would hand over is posted from here.
-    executor_type ex;
+    bound_executor::entry to;
     {
         std::lock_guard lock(mutex_);
         left_over = take_left_over();
         left = std::move(poller_);
-        ex = executor_.get();
+        to = executor_.enter();
     }
-    post_left_over(left_over, ex);
+    post_left_over(left_over, to.executor);
 }
 
 void qp_impl::context_gone() noexcept {
@@ -694,9 +699,10 @@ ibv_qp* native(const qp_impl& qp) noexcept { return qp.native(); }
 void close(qp_impl& qp) noexcept { qp.close(); }
 void post(const std::shared_ptr<qp_impl>& qp, const boost::asio::any_io_executor& ex, const work_request& wr,
           const gathered_buffers& found, handler h) {
-    if (const error_code refusal = qp ? qp->refusal(wr.what, found) : error_code(errc::not_open))
-        qp_impl::refuse(qp ? qp->get_executor() : ex, std::move(h), refusal);
-    else
+    if (const error_code refusal = qp ? qp->refusal(wr.what, found) : error_code(errc::not_open)) {
+        auto to = qp ? qp->enter_executor() : bound_executor::entry{{}, ex};
+        qp_impl::refuse(to.executor, std::move(h), refusal);
+    } else
         qp->post(wr, std::move(h));
 }
 } // namespace qp_ops

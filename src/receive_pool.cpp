@@ -96,8 +96,10 @@ void receive_pool_impl::receive(handler h) {
         });
     std::unique_lock lock(mutex_);
     if (closed_ || !waiting_.empty() || woken_) {
+        const error_code ec = closed_ ? errc::not_open : errc::operation_in_progress;
         lock.unlock();
-        refuse(executor(), std::move(h), closed_ ? errc::not_open : errc::operation_in_progress);
+        auto to = qp_->enter_executor();
+        refuse(to.executor, std::move(h), ec);
         return;
     }
     if (arrived_.empty() && !broken_) {
@@ -147,7 +149,8 @@ void receive_pool_impl::context_gone() noexcept {
 // Never inside the initiating call: queued on the queue pair's executor, from there on the
 // handler's own, where deliver() decides what it gets.
 void receive_pool_impl::wake(handler h) {
-    auto ex = executor();
+    auto to = qp_->enter_executor(); // (from a receive's caller: maybe not the context's thread)
+    const auto& ex = to.executor;
     if (!ex) return; // the context has shut down: nothing runs there any more
     boost::asio::post(ex, [self = shared_from_this(), h = std::move(h), ex]() mutable {
         auto handler_ex = boost::asio::get_associated_executor(h, ex);
@@ -173,7 +176,10 @@ void receive_pool_impl::deliver(handler h) {
     std::move(h)(a.ec, std::move(message));
 }
 
-void receive_pool_impl::abort(handler h) { refuse(executor(), std::move(h), boost::asio::error::operation_aborted); }
+void receive_pool_impl::abort(handler h) {
+    auto to = qp_->enter_executor(); // (a call into the context until the post is made: W7)
+    refuse(to.executor, std::move(h), boost::asio::error::operation_aborted);
+}
 
 void receive_pool_impl::refuse(const boost::asio::any_io_executor& ex, handler h, error_code ec) {
     if (!ex) return;
