@@ -39,7 +39,7 @@ public:
 
     enum class entry : std::uint8_t {
         go,     // counted: make the call, then leave_call()
-        wait,   // rdma_migrate_id is being made: wait for it (move_called()), then ask again
+        wait,   // rdma_migrate_id is being made: wait for its end (call_made()), then ask again
         closed, // the id is closed: nothing to call
     };
     enum class readiness : std::uint8_t {
