@@ -16,16 +16,6 @@ namespace {
 
 rdma_event_channel* channel_of(const cm_id& id) { return id.native_handle()->channel; }
 
-// Runs `ctx` until it runs out of work, at most `limit`: whether it did (ready to run
-// again after).
-bool runs_out_of_work(asio::io_context& ctx, std::chrono::seconds limit = 30s) {
-    ctx.restart();
-    ctx.run_for(limit);
-    const bool out = ctx.stopped();
-    ctx.restart();
-    return out;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_CASE(ids_made_on_a_context_share_its_channel) {

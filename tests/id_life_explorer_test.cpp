@@ -63,7 +63,10 @@ std::string describe(const config& c) {
 }
 
 template <typename Life>
-class model {
+class model : public rdmacm::test::explored_model<model<Life>> {
+    friend class rdmacm::test::explored_model<model>;
+    using rdmacm::test::explored_model<model>::fail;
+
 public:
     explicit model(config c) : config_(c), callers_(static_cast<std::size_t>(c.callers)) {
         if (!c.synchronous) return;
@@ -73,14 +76,6 @@ public:
         (void)life_.call_made(true, true);
         (void)life_.ends_move();
     }
-
-    template <typename Choose>
-    bool run(Choose&& choose) {
-        return rdmacm::test::run_to_end([this] { return enabled(); }, [this] { return finished(); }, violation,
-                                        std::forward<Choose>(choose));
-    }
-
-    std::optional<std::string> violation;
 
 private:
     struct caller {
@@ -253,17 +248,12 @@ private:
 
     bool finished() {
         for (auto& c : callers_)
-            if (c.where != caller::done) return fail("a call waits for good for a migrate call");
-        if (move_started_ && move_concluded_ != 1) return fail("a move never ends");
-        if (life_.moving()) return fail("the id is left moving");
-        if (closed_ && !destroyed_) return fail("a closed id is never destroyed");
-        if (!closed_ && submissions_ != 0) return fail("an open id destroyed");
-        return true;
-    }
-
-    bool fail(std::string why) {
-        if (!violation) violation = std::move(why);
-        return false;
+            if (c.where != caller::done) fail("a call waits for good for a migrate call");
+        if (move_started_ && move_concluded_ != 1) fail("a move never ends");
+        if (life_.moving()) fail("the id is left moving");
+        if (closed_ && !destroyed_) fail("a closed id is never destroyed");
+        if (!closed_ && submissions_ != 0) fail("an open id destroyed");
+        return !this->violation;
     }
 
     config config_;

@@ -1168,11 +1168,7 @@ BOOST_AUTO_TEST_CASE(a_moved_id_takes_its_work_along) {
     BOOST_REQUIRE(run_both(old_ctx, new_ctx, [&] { return moved.has_value(); }));
     BOOST_REQUIRE_MESSAGE(!*moved, moved->message());
     old_channel.reset(); // the old context's last I/O object
-    auto retired = std::async(std::launch::async, [&] { old_ctx.run(); });
-    bool returned = retired.wait_for(5s) == std::future_status::ready;
-    BOOST_TEST(returned, "the old context's run() waits for an operation of an id that left it");
-    old_ctx.stop();
-    retired.get();
+    BOOST_TEST(runs_out_of_work(old_ctx, 5s), "the old context's run() waits for an operation of an id that left it");
     id.cancel();
     BOOST_TEST(run_until(
         new_ctx, [&] { return waited.has_value(); }, 10s));

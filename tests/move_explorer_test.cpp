@@ -67,7 +67,9 @@ struct task {
 };
 
 // One run of the model, its choices made by `choose(count)`.
-class model {
+class model : public rdmacm::test::explored_model<model> {
+    friend class rdmacm::test::explored_model<model>;
+
 public:
     struct config {
         bool hop;                  // the new executor is on another context than the old one
@@ -84,15 +86,6 @@ public:
         work_[new_ctx] = config_.hop ? 1 : 0;
         for (int m = 0; m < 2; ++m) old_queue_[m] = config_.events[m];
     }
-
-    // Runs to the end; false with `violation` set at the first invariant broken.
-    template <typename Choose>
-    bool run(Choose&& choose) {
-        return rdmacm::test::run_to_end([this] { return enabled(); }, [this] { return finished(); }, violation,
-                                        std::forward<Choose>(choose));
-    }
-
-    std::optional<std::string> violation;
 
 private:
     // The old context's shutdown, in Asio's order (our service's shutdown, then the
@@ -165,9 +158,6 @@ private:
     // nothing once the user destroys it.)
     bool runnable(context c) const { return !queue_[c].empty() && (c != old_ctx || shutdown_ == shutdown::none); }
 
-    void fail(std::string what) {
-        if (!violation) violation = std::move(what);
-    }
     static std::string move_name(int m) { return "move " + std::to_string(m); }
 
     void post(context c, task t) {

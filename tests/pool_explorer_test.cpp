@@ -57,7 +57,9 @@ struct item {
     pool_move_place at = pool_move_place::ordered;
 };
 
-class model {
+class model : public rdmacm::test::explored_model<model> {
+    friend class rdmacm::test::explored_model<model>;
+
 public:
     model(rules r, config c) : rules_(r), config_(c) {
         ops_[0].present = c.move;
@@ -69,14 +71,6 @@ public:
             ++holds_[0];
         }
     }
-
-    template <typename Choose>
-    bool run(Choose&& choose) {
-        return rdmacm::test::run_to_end([this] { return enabled(); }, [this] { return finished(); }, violation,
-                                        std::forward<Choose>(choose));
-    }
-
-    std::optional<std::string> violation;
 
 private:
     struct op_state {
@@ -268,18 +262,13 @@ private:
                 if (!returned_[s])
                     why += " shard " + std::to_string(s) + " (" + std::to_string(holds_[s]) + " holds, " +
                            std::to_string(queue_[s].size()) + " queued)";
-            return fail(why);
+            fail(why);
         }
         for (int k = 0; k < 2; ++k)
             if (ops_[k].present && ops_[k].completions != 1)
-                return fail(std::string(k == 0 ? "the move" : "the rebalance") + " completed " +
-                            std::to_string(ops_[k].completions) + " times");
-        return true;
-    }
-
-    bool fail(std::string why) {
-        if (!violation) violation = std::move(why);
-        return false;
+                fail(std::string(k == 0 ? "the move" : "the rebalance") + " completed " +
+                     std::to_string(ops_[k].completions) + " times");
+        return !violation;
     }
 
     rules rules_;

@@ -246,11 +246,8 @@ BOOST_AUTO_TEST_CASE(a_pool_s_waiting_receive_takes_its_work_along_when_the_conn
     BOOST_REQUIRE(run_both(old_ctx, new_ctx, [&] { return moved.has_value(); }));
     BOOST_REQUIRE_MESSAGE(!*moved, moved->message());
     old_channel.reset(); // the old context's last I/O object
-    auto retired = std::async(std::launch::async, [&] { old_ctx.run(); });
-    const bool returned = retired.wait_for(5s) == std::future_status::ready;
-    BOOST_TEST(returned, "the old context's run() waits for a pool's receive on a connection that left it");
-    old_ctx.stop();
-    retired.get();
+    BOOST_TEST(runs_out_of_work(old_ctx, 5s),
+               "the old context's run() waits for a pool's receive on a connection that left it");
     pool.close();
     BOOST_TEST(run_until(
         new_ctx, [&] { return received.has_value(); }, 10s));

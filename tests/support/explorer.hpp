@@ -18,17 +18,31 @@ struct exploration {
     std::vector<std::size_t> trace; // the choices of the failing run
 };
 
-// Runs a model to its end: while it has enabled steps, the one `choose(count)` picks;
-// false at the first violation, else what `finished()` (the checks at the end) says.
-template <typename Enabled, typename Finished, typename Choose>
-bool run_to_end(Enabled enabled, Finished finished, const std::optional<std::string>& violation, Choose&& choose) {
-    for (;;) {
-        auto steps = enabled();
-        if (steps.empty()) return finished();
-        steps[choose(steps.size())]();
-        if (violation) return false;
+// What every model shares: its first violation, fail() to record one, and run() — while the
+// model has enabled steps (`enabled()`, a vector of callables), the one `choose(count)`
+// picks; false at the first violation, else what `finished()` (the checks at the end) says.
+// A model derives from explored_model<model> and befriends it (enabled, finished private).
+template <typename Model>
+class explored_model {
+public:
+    template <typename Choose>
+    bool run(Choose&& choose) {
+        auto& self = static_cast<Model&>(*this);
+        for (;;) {
+            auto steps = self.enabled();
+            if (steps.empty()) return self.finished();
+            steps[choose(steps.size())]();
+            if (violation) return false;
+        }
     }
-}
+
+    std::optional<std::string> violation;
+
+protected:
+    void fail(std::string why) {
+        if (!violation) violation = std::move(why);
+    }
+};
 
 template <typename RunOnce>
 exploration explore(RunOnce run_once) {

@@ -59,6 +59,16 @@ bool run_until(asio::io_context& ctx, Predicate done, std::chrono::steady_clock:
     return done();
 }
 
+// Runs `ctx` until it runs out of work, at most `limit`: whether it did (a context retired
+// after its ids went or moved away; ready to run again after).
+inline bool runs_out_of_work(asio::io_context& ctx, std::chrono::steady_clock::duration limit = 30s) {
+    ctx.restart();
+    ctx.run_for(limit);
+    const bool out = ctx.stopped();
+    ctx.restart();
+    return out;
+}
+
 // Runs both contexts (on this thread, `a` polled between `b`'s slices) until `done()`, at most `limit`.
 template <typename Predicate>
 bool run_both(asio::io_context& a, asio::io_context& b, Predicate done,
