@@ -65,20 +65,21 @@ void cq_events::set_sink(std::weak_ptr<cq_event_sink> sink) {
     sink_ = std::move(sink);
 }
 
-void cq_events::arm(ibv_cq* cq) {
+bool cq_events::arm(ibv_cq* cq) {
     {
         std::lock_guard lock(mutex_);
-        if (armed_ || destroying_) return;
+        if (armed_ || destroying_) return true; // (destroying: nothing is to wake)
         armed_ = true;
         channel_->armed.fetch_add(1); // before the event can exist: readers then look for it
     }
-    if (ibv_req_notify_cq(cq, 0) == 0) return;
-    // Not armed (a CQ the device let go of): the next arm tries again.
+    if (ibv_req_notify_cq(cq, 0) == 0) return true;
+    // Not armed: the next arm tries again.
     std::lock_guard lock(mutex_);
     if (armed_) {
         armed_ = false;
         channel_->armed.fetch_sub(1);
     }
+    return false;
 }
 
 std::shared_ptr<cq_event_sink> cq_events::read(ibv_cq* cq) {

@@ -70,8 +70,8 @@ public:
     void set_sink(std::weak_ptr<cq_event_sink> sink);
     // Asks for the next completion's event (ibv_req_notify_cq), unless the CQ is armed already
     // and its event not yet read (a second arm would queue a second event). Under the CQ's
-    // poll lock.
-    void arm(ibv_cq* cq);
+    // poll lock. False when the device refused: no event will come.
+    bool arm(ibv_cq* cq);
     // A reader read an event of `cq`: counted, and whom it wakes (null: nobody).
     std::shared_ptr<cq_event_sink> read(ibv_cq* cq);
     // Before ibv_destroy_cq: acknowledges what was read; readers acknowledge at once from here.

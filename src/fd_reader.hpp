@@ -52,6 +52,9 @@ public:
         auto shared = std::make_shared<F>(std::move(f));
         if (!after_a_pause([shared] { (*shared)(); })) (*shared)();
     }
+    // Runs f on the reader's strand after a pause, unless the execution context is shutting
+    // down (false then, f let go of).
+    bool after_a_pause(std::function<void()> f);
     static constexpr std::chrono::milliseconds read_retry_pause{10};
 
     // Runs f on the reader's strand, or here when the context is gone (nothing reads then).
@@ -127,7 +130,6 @@ private:
 
     static constexpr bool then_wait = true;
     void wait();
-    bool after_a_pause(std::function<void()> f);
     // A strand of `ex`: of the io_context's own executor when that is what `ex` holds, so
     // that a wake-up goes through one type-erased executor, not two (a strand of an
     // any_io_executor wraps it again, and is too big to sit in an any_io_executor in place:

@@ -360,6 +360,7 @@ void id_impl::close_when_destroyed(void_handler h) {
     std::unique_lock lock(mutex_);
     if (!life_.was_destroyed()) {
         close_waiters_.push_back(std::move(h));
+        update_busy(); // (the id keeps the work: it may move before its destroy)
         return;
     }
     lock.unlock();
@@ -380,14 +381,18 @@ void id_impl::hand_over_close_waiters() noexcept {
     {
         std::lock_guard lock(mutex_);
         if (close_waiters_.empty()) return;
+        waiters.swap(close_waiters_);
         // A hand-over from this thread (the destroyer's, or a move's end): a call into the
-        // id's context, posted.
-        to = executor_.get_for_handover(busy_, nullptr);
+        // id's context, posted; the work they kept goes once they are.
+        to = executor_.get_for_handover(busy_ = busy_now(), nullptr);
         // Neither: that context has shut down, and its context_gone, still to come, lets go
         // of them before the context may be freed (the fourth review's R5); or a move's end
         // binds the id to a live context, and runs them there. Gone already: here.
-        if (!to.executor && !to.call && !left_context_) return;
-        waiters.swap(close_waiters_);
+        if (!to.executor && !to.call && !left_context_) {
+            close_waiters_.swap(waiters);
+            update_busy();
+            return;
+        }
     }
     for (auto& h : waiters) complete(to.executor, {std::move(h), {}, {}, {}}, how::post);
 }
@@ -555,7 +560,8 @@ id_impl::settle_after::~settle_after() {
 }
 
 bool id_impl::busy_now() const noexcept {
-    return (migration_ && (migration_->waited || !migration_->deferred.empty())) || handlers_.any();
+    return (migration_ && (migration_->waited || !migration_->deferred.empty())) || handlers_.any() ||
+           !close_waiters_.empty();
 }
 
 void id_impl::update_busy() noexcept {

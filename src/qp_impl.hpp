@@ -128,6 +128,7 @@ private:
         bool current;     // `by` is the queue pair's poller, and the queue pair open
         bool found;       // the queue held completions
         bool outstanding; // work requests are outstanding
+        bool unarmed;     // an arm the device refused: no event will wake the queue pair
     };
 
     // The scatter/gather entries one work request may have, as the queue pair was made.
@@ -145,6 +146,9 @@ private:
     // unless `by` spins already.
     void wake(const std::shared_ptr<poller>& by);
     void spin(const std::shared_ptr<poller>& by); // polling mode: one slice, then again or to sleep
+    // To sleep: re-armed and polled once more. An arm the device refused would leave nothing
+    // to wake the queue pair: a pass after a pause tries again.
+    void sleep(const std::shared_ptr<poller>& by);
     // Runs wake(current poller) on its strand (for an event another context read, for
     // completions held or to be flushed); false if that reader's context is gone.
     bool wake_later(const std::shared_ptr<poller>& current);

@@ -103,13 +103,19 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         limit(attr.cap.max_send_sge), limit(attr.cap.max_recv_sge),
         limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd)))};
     self->poller_ = std::move(seat); // before a move's end may replace it (attach)
+    const auto first = self->poller_;
     self->executor_.set_user(self);
     self->resources_->events.set_sink(self);
     // From here the completion queue outlives the queue pair.
     if (!id->attach(self)) throw id_closed(); // closed meanwhile
-    // Armed once the events it brings wake the queue pair (nothing is posted yet).
-    std::lock_guard poll_lock(self->resources_->poll_mutex);
-    self->resources_->events.arm(self->resources_->cq);
+    // Armed once the events it brings wake the queue pair (nothing is posted yet); refused,
+    // a pass after a pause tries again.
+    bool armed;
+    {
+        std::lock_guard poll_lock(self->resources_->poll_mutex);
+        armed = self->resources_->events.arm(self->resources_->cq);
+    }
+    if (!armed) first->reader->after_a_pause([self, first] { self->wake(first); });
     return self;
 }
 
@@ -317,7 +323,7 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
     {
         std::lock_guard poll_lock(res.poll_mutex);
         std::array<ibv_wc, poll_batch> wc;
-        if (p == pass::arm) res.events.arm(res.cq); // (armed already, its event not read yet: nothing to do)
+        const bool armed = p != pass::arm || res.events.arm(res.cq); // (armed already, unread: nothing to do)
         int n;
         while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0)
             for (int i = 0; i < n; ++i) polled.push_back({wc[i].wr_id, wc[i].byte_len, wc[i].status});
@@ -346,6 +352,7 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
         }
         result.current = &by == poller_.get();
         result.outstanding = !outstanding_.empty();
+        result.unarmed = !armed && result.current;
         // Closed, every pass hands over at once, held ones first: a close() with nothing to
         // flush let go of the reader (and of held_), and these completed before it, so they
         // complete as they did — held, nothing would ever hand them over (one server
@@ -398,7 +405,7 @@ void qp_impl::wake(const std::shared_ptr<poller>& by) {
     try {
         poll(*by, pass::only_poll);
         if (!polling()) {
-            poll(*by, pass::arm);
+            sleep(by);
             return;
         }
     } catch (...) {
@@ -411,6 +418,10 @@ void qp_impl::wake(const std::shared_ptr<poller>& by) {
     by->spinning = true;
     by->last_found = std::chrono::steady_clock::now();
     spin(by);
+}
+
+void qp_impl::sleep(const std::shared_ptr<poller>& by) {
+    if (poll(*by, pass::arm).unarmed) by->reader->after_a_pause([self = shared_from_this(), by] { self->wake(by); });
 }
 
 bool qp_impl::wake_later(const std::shared_ptr<poller>& current) {
@@ -436,7 +447,7 @@ void qp_impl::spin(const std::shared_ptr<poller>& by) {
             if (r.found) by->last_found = now;
             // (What this pass handed over may have posted more: looked at in the next.)
             if ((!r.found && !r.outstanding) || now - by->last_found >= poll_for_) {
-                poll(*by, pass::arm);
+                sleep(by);
                 break;
             }
             if (now >= slice_end) return go_on();

@@ -229,11 +229,23 @@ RDMACM_WRAP(int, -1, rdma_connect, (rdma_cm_id * id, rdma_conn_param* p), (id, p
 RDMACM_WRAP(int, -1, rdma_accept, (rdma_cm_id * id, rdma_conn_param* p), (id, p), id)
 RDMACM_WRAP(int, -1, rdma_disconnect, (rdma_cm_id * id), (id), id)
 RDMACM_WRAP(int, -1, rdma_migrate_id, (rdma_cm_id * id, rdma_event_channel* ch), (id, ch), id)
-RDMACM_WRAP(int, -1, rdma_destroy_id, (rdma_cm_id * id), (id), id)
 RDMACM_WRAP(int, -1, rdma_reject, (rdma_cm_id * id, const void* data, uint8_t length), (id, data, length), id)
 
+// An id's destroy that went through is counted (or held) as "rdma_destroy_id returned".
+extern "C" int __real_rdma_destroy_id(rdma_cm_id* id);
+extern "C" int __wrap_rdma_destroy_id(rdma_cm_id* id) {
+    if (int e = rdmacm::test::faults::enter("rdma_destroy_id", id)) {
+        errno = e;
+        return -1;
+    }
+    const int result = __real_rdma_destroy_id(id);
+    rdmacm::test::faults::enter("rdma_destroy_id returned", id);
+    return result;
+}
+
 // A CM event channel's read that found nothing (a reader's pass ending: EAGAIN) can also be
-// held once the real call returned, named "rdma_get_cm_event found nothing".
+// held once the real call returned, named "rdma_get_cm_event found nothing"; one that read a
+// connection request is counted as "rdma_get_cm_event read a request".
 extern "C" int __real_rdma_get_cm_event(rdma_event_channel* ch, rdma_cm_event** ev);
 extern "C" int __wrap_rdma_get_cm_event(rdma_event_channel* ch, rdma_cm_event** ev) {
     if (int e = rdmacm::test::faults::enter("rdma_get_cm_event", ch)) {
@@ -242,6 +254,8 @@ extern "C" int __wrap_rdma_get_cm_event(rdma_event_channel* ch, rdma_cm_event** 
     }
     const int result = __real_rdma_get_cm_event(ch, ev);
     note_creation(result, ch, ev);
+    if (result == 0 && (*ev)->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+        rdmacm::test::faults::enter("rdma_get_cm_event read a request", ch);
     if (result != 0 && errno == EAGAIN) {
         rdmacm::test::faults::enter("rdma_get_cm_event found nothing", ch);
         errno = EAGAIN;

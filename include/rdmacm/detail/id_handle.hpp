@@ -79,13 +79,15 @@ protected:
             });
     }
 
-    // Closes the id; the handler completes once it is destroyed (see async_close).
+    // Closes the id; the handler completes once it is destroyed (see async_close). Its work
+    // follows the id (a move made before the destroy takes it along).
     template <typename Token>
     auto start_close(Token&& token) {
-        return async_start<void(error_code)>(current_executor(impl_, executor_), std::forward<Token>(token),
-                                             [ex = executor_, impl = impl_](auto handler) {
-                                                 id_ops::close_when_destroyed(impl, ex, std::move(handler));
-                                             });
+        return async_start<void(error_code), work_of_followers::by_object>(
+            [ex = executor_, impl = impl_] { return current_executor(impl, ex); }, std::forward<Token>(token),
+            [ex = executor_, impl = impl_](auto handler) {
+                id_ops::close_when_destroyed(impl, ex, std::move(handler));
+            });
     }
 
     // Moves the id to the channel `target`, its handlers then on `ex` (see async_migrate).

@@ -53,8 +53,9 @@ public:
     /// @par Errors
     /// None (an id closed already completes once it is destroyed; a moved-from one at once).
     /// @par Executor
-    /// The handler's, by default `get_executor()`; its work is tracked until then, so `run()`
-    /// waits for the destroy.
+    /// The handler's, by default the id's executor when it completes (a move made before the
+    /// destroy takes it along); its work is tracked until then, there, so `run()` waits for
+    /// the destroy.
     /// @par Per-Operation Cancellation
     /// None: a destroy cannot be undone; a cancellation request is ignored.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
