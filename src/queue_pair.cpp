@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <new>
 
 namespace rdmacm {
 namespace detail {
@@ -52,6 +53,9 @@ public:
     // found a completion (or was woken).
     bool spinning = false;
     std::chrono::steady_clock::time_point last_found;
+    // On the strand: a pass after a pause is to try a refused arm again (one at a time,
+    // whatever else wakes the queue pair meanwhile).
+    bool rearm_waits = false;
     // poll()'s storage, kept from pass to pass.
     std::vector<polled_completion> polled;
     std::vector<completion> done;
@@ -109,13 +113,20 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     // From here the completion queue outlives the queue pair.
     if (!id->attach(self)) throw id_closed(); // closed meanwhile
     // Armed once the events it brings wake the queue pair (nothing is posted yet); refused,
-    // a pass after a pause tries again.
+    // a pass on the reader's strand goes to sleep again, trying it again after a pause.
     bool armed;
     {
         std::lock_guard poll_lock(self->resources_->poll_mutex);
         armed = self->resources_->events.arm(self->resources_->cq);
     }
-    if (!armed) first->reader->after_a_pause([self, first] { self->wake(first); });
+    if (!armed) {
+        try {
+            self->wake_later(first);
+        } catch (const std::bad_alloc&) {
+            // Out of memory too: the queue pair is the id's already, and is returned; it stays
+            // unarmed (deaf to completions) until a pass runs for it — its move, its close.
+        }
+    }
     return self;
 }
 
@@ -421,7 +432,11 @@ void qp_impl::wake(const std::shared_ptr<poller>& by) {
 }
 
 void qp_impl::sleep(const std::shared_ptr<poller>& by) {
-    if (poll(*by, pass::arm).unarmed) by->reader->after_a_pause([self = shared_from_this(), by] { self->wake(by); });
+    if (!poll(*by, pass::arm).unarmed || by->rearm_waits) return;
+    by->rearm_waits = by->reader->after_a_pause([self = shared_from_this(), by] {
+        by->rearm_waits = false;
+        self->wake(by);
+    });
 }
 
 bool qp_impl::wake_later(const std::shared_ptr<poller>& current) {

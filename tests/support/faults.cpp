@@ -231,7 +231,8 @@ RDMACM_WRAP(int, -1, rdma_disconnect, (rdma_cm_id * id), (id), id)
 RDMACM_WRAP(int, -1, rdma_migrate_id, (rdma_cm_id * id, rdma_event_channel* ch), (id, ch), id)
 RDMACM_WRAP(int, -1, rdma_reject, (rdma_cm_id * id, const void* data, uint8_t length), (id, data, length), id)
 
-// An id's destroy that went through is counted (or held) as "rdma_destroy_id returned".
+// An id's destroy that went through is counted (or held) as "rdma_destroy_id returned" — on
+// the freed id's address: a wait for it must not overlap another id's creation (born()).
 extern "C" int __real_rdma_destroy_id(rdma_cm_id* id);
 extern "C" int __wrap_rdma_destroy_id(rdma_cm_id* id) {
     if (int e = rdmacm::test::faults::enter("rdma_destroy_id", id)) {
