@@ -200,7 +200,9 @@ void note_creation(int result, rdma_event_channel*, rdma_cm_event** ev) { // rdm
 } // namespace
 
 // Each wrapper: held at a gate, or failed as the real call does (-1 or NULL, errno), else
-// the real call. `subject` is what gates and counts match on.
+// the real call, then counted (or held) as "<call> returned". `subject` is what gates and
+// counts match on: a destroy's "returned" is counted on the freed object's address, so a
+// wait for it must not overlap another object's creation there (born()).
 #define RDMACM_WRAP(ret, fail, name, params, args, subject)                                                            \
     extern "C" ret __real_##name params;                                                                               \
     extern "C" ret __wrap_##name params {                                                                              \
@@ -210,6 +212,7 @@ void note_creation(int result, rdma_event_channel*, rdma_cm_event** ev) { // rdm
         }                                                                                                              \
         ret result = __real_##name args;                                                                               \
         note_creation(result RDMACM_AND_ARGS args);                                                                    \
+        rdmacm::test::faults::enter(#name " returned", subject);                                                       \
         return result;                                                                                                 \
     }
 #define RDMACM_AND_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
@@ -229,20 +232,8 @@ RDMACM_WRAP(int, -1, rdma_connect, (rdma_cm_id * id, rdma_conn_param* p), (id, p
 RDMACM_WRAP(int, -1, rdma_accept, (rdma_cm_id * id, rdma_conn_param* p), (id, p), id)
 RDMACM_WRAP(int, -1, rdma_disconnect, (rdma_cm_id * id), (id), id)
 RDMACM_WRAP(int, -1, rdma_migrate_id, (rdma_cm_id * id, rdma_event_channel* ch), (id, ch), id)
+RDMACM_WRAP(int, -1, rdma_destroy_id, (rdma_cm_id * id), (id), id)
 RDMACM_WRAP(int, -1, rdma_reject, (rdma_cm_id * id, const void* data, uint8_t length), (id, data, length), id)
-
-// An id's destroy that went through is counted (or held) as "rdma_destroy_id returned" — on
-// the freed id's address: a wait for it must not overlap another id's creation (born()).
-extern "C" int __real_rdma_destroy_id(rdma_cm_id* id);
-extern "C" int __wrap_rdma_destroy_id(rdma_cm_id* id) {
-    if (int e = rdmacm::test::faults::enter("rdma_destroy_id", id)) {
-        errno = e;
-        return -1;
-    }
-    const int result = __real_rdma_destroy_id(id);
-    rdmacm::test::faults::enter("rdma_destroy_id returned", id);
-    return result;
-}
 
 // A CM event channel's read that found nothing (a reader's pass ending: EAGAIN) can also be
 // held once the real call returned, named "rdma_get_cm_event found nothing"; one that read a
