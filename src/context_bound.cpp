@@ -146,6 +146,17 @@ bound_executor::handover bound_executor::get_for_handover(bool busy, const state
 
 bound_executor::entry bound_executor::enter() const noexcept {
     std::lock_guard lock(state_->mutex);
+    return enter_locked();
+}
+
+bound_executor::entry bound_executor::enter(const boost::asio::any_io_executor& other,
+                                            bool& on_its_context) const noexcept {
+    std::lock_guard lock(state_->mutex);
+    on_its_context = same_context(executor_, other);
+    return enter_locked();
+}
+
+bound_executor::entry bound_executor::enter_locked() const noexcept {
     if (!executor_) return {};
     if (state_->closing) return {call_in_progress(*state_), {}};
     if (runs_in_this_thread(executor_)) return {{}, executor_}; // (its shutdown cannot begin meanwhile)
@@ -172,6 +183,7 @@ boost::asio::any_io_executor bound_executor::set(const boost::asio::any_io_execu
         // Within one context (two channels of one io_context, a strand of it): no
         // registration or work changes.
         std::lock_guard lock(state_->mutex);
+        if (state_->alive && executor_ == ex) return executor_; // (a move between two channels of one executor)
         if (state_->alive && same_context(executor_, ex)) {
             executor_ = ex;
             return executor_;

@@ -183,6 +183,10 @@ public:
         boost::asio::any_io_executor executor;
     };
     entry enter() const noexcept;
+    // enter(), and whether `other` runs on the context this object's executor runs on,
+    // asked in the same hold of the state's lock (the context lives then: its shutdown, if
+    // it has begun, waits for the call, and the entry has no executor). False once it is done.
+    entry enter(const boost::asio::any_io_executor& other, bool& on_its_context) const noexcept;
     // An entry held across a wait (a move's kernel call): its executor is let go of if the
     // context's shutdown began meanwhile (the shutdown waits for the call it keeps).
     void recheck(entry& e) const noexcept;
@@ -192,6 +196,7 @@ public:
 
 private:
     boost::asio::any_io_executor bind(const boost::asio::any_io_executor& ex);
+    entry enter_locked() const noexcept; // (under the state's mutex)
     // Under the state's mutex: the work going idle lets go of (empty otherwise).
     boost::asio::any_io_executor switch_work(bool busy) noexcept;
     void unbind() noexcept;

@@ -6,10 +6,10 @@
 // Lifetime: the Asio parts (strand, descriptor) are bound to the execution context
 // (context_bound), so the last reference may go on any thread, even after it is gone.
 #include "context_bound.hpp"
+#include "post_on.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/basic_stream_descriptor.hpp>
-#include <boost/asio/post.hpp>
 
 #include <chrono>
 #include <functional>
@@ -39,7 +39,7 @@ public:
     bool run_on_reader(F&& f) {
         auto call = call_into_context();
         if (!call) return false;
-        boost::asio::post(call->strand(), std::forward<F>(f));
+        post_on(call->strand(), std::forward<F>(f));
         return true;
     }
 
@@ -61,7 +61,7 @@ public:
     template <typename F>
     void run_on_reader_or_here(F f) {
         if (auto call = call_into_context())
-            boost::asio::post(call->strand(), std::move(f));
+            post_on(call->strand(), std::move(f));
         else
             f();
     }

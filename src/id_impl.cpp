@@ -572,7 +572,7 @@ void id_impl::context_gone() noexcept {
     // Destroyed here, outside the lock: a coroutine frame suspended on the id lets go of
     // it, and may close it (a cycle otherwise: frame -> id -> handler -> frame).
     std::vector<any_handler> gone;
-    std::unique_ptr<migration> abandoned; // (its executors are this context's)
+    std::optional<migration> abandoned; // (its executors are this context's)
     {
         std::lock_guard lock(mutex_);
         if (executor_.get()) return; // it moved to a live context meanwhile: they run there
@@ -590,7 +590,7 @@ void id_impl::context_gone() noexcept {
             // the move: it goes on by posts.)
             if (life_.context_gone()) {
                 gone.emplace_back(std::move(migration_->handler));
-                abandoned = std::move(migration_);
+                take_migration(abandoned);
             }
         }
         update_busy();

@@ -31,6 +31,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 #include <variant>
 
@@ -313,22 +314,24 @@ private:
     };
     struct migration {
         std::shared_ptr<channel_impl> target;
-        executor_type target_executor;
-        executor_type old_executor;
-        void_handler handler; // until the call settles (id_life): then it goes with the continuation
+        executor_type target_executor; // (none to synchronous mode: the id keeps its executor)
+        void_handler handler;          // until the call settles (id_life): then it goes with the continuation
         // It waited for calls in flight, or its end waits for a read on the target reader's
         // strand: no post of the move holds its context meanwhile, so the id does (busy, on
         // its executor — the old one until its end) until the move ends. Every other step of
         // a move is a post, which holds work of its own.
         bool waited = false;
-        // The target executor runs on the id's context (or both are gone): once that context
-        // shuts down, the move's end has nowhere to run (the fourth review's R1). Asked of
-        // the executors at the start, while the user's context lives.
-        bool ends_on_old_context = false;
         std::vector<cm_event> held{};
         std::list<deferred_start> deferred{}; // (a list: Boost 1.81 any_completion_handler move assignment recurses)
     };
-    std::unique_ptr<migration> migration_;
+    // In the id, not allocated: a move's state made and let go of per move (~150 instructions).
+    std::optional<migration> migration_;
+    // Takes the move's state out of the id (to let go of out of the lock): it no longer moves.
+    // (Move-constructed: Boost 1.81's any_completion_handler move assignment recurses.)
+    void take_migration(std::optional<migration>& into) noexcept {
+        into.emplace(std::move(*migration_));
+        migration_.reset();
+    }
     std::shared_ptr<data_path> data_path_;
     ibv_context* removed_device_ = nullptr; // DEVICE_REMOVAL came: released after destroy
     std::uint32_t deferred_serial_ = 0;

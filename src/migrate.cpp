@@ -34,6 +34,7 @@
 #include "rdmacm/detail/call_error.hpp"
 #include "id_impl.hpp"
 #include "move_machine.hpp"
+#include "post_on.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -41,9 +42,21 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace rdmacm::detail {
+
+namespace {
+// What an emplace builds in place from a call's result: the conversion's prvalue initializes
+// the object itself (no move of it: a hand_on's move is ~150 instructions).
+template <typename Call>
+struct built_by {
+    Call call;
+    operator std::invoke_result_t<Call&>() { return call(); }
+};
+} // namespace
 
 // A move's end: finish_migration, on the new executor (the old one if the call failed).
 // It owns the move until it has run: one let go of without having run — posted to a
@@ -83,27 +96,28 @@ namespace {
 template <typename Then>
 class old_step {
 public:
-    old_step(Then then, bool somewhere) : then_(std::in_place, std::move(then)), somewhere_(somewhere) {}
-    old_step(old_step&& other) noexcept : then_(std::move(other.then_)), somewhere_(other.somewhere_) {
-        other.then_.reset(); // (the moved-from one has nothing to do)
-    }
+    old_step(Then then, bool somewhere) : then_(std::move(then)), somewhere_(somewhere) {}
+    old_step(old_step&& other) noexcept
+        : then_(std::move(other.then_)), somewhere_(other.somewhere_), due_(std::exchange(other.due_, false)) {}
     old_step& operator=(old_step&&) = delete;
     ~old_step() {
-        if (!then_) return;
+        if (!due_) return;
         for ([[maybe_unused]] auto action : move_course(move_place::step_dropped, {.somewhere = somewhere_})) try {
                 (*this)();  // (go_on: asserted below)
             } catch (...) { // (out of memory: the end, let go of, lets go of the move)
             }
     }
+    // Runs where it is (Asio moved it out of its queue already), marked as run first: what
+    // it throws goes up, as a handler's does.
     void operator()() {
-        auto then = std::move(*then_);
-        then_.reset();
-        then();
+        due_ = false;
+        then_();
     }
 
 private:
-    std::optional<Then> then_;
+    Then then_;
     bool somewhere_;
+    bool due_ = true; // not run yet (a moved-from one has nothing to do)
 };
 static_assert(move_course(move_place::step_dropped, {.somewhere = true}).size == 1 &&
               move_course(move_place::step_dropped, {.somewhere = true}).list[0] == move_action::go_on &&
@@ -125,7 +139,7 @@ struct id_impl::hand_on {
     how mode = how::post;
     bool called = false;      // the migrate call was made; else it was refused before: it just ends
     bool look = false;        // events may have moved with the id: the target reads them first
-    bool ends_on_old = false; // the target executor runs on the old context (migration::ends_on_old_context)
+    bool ends_on_old = false; // the target executor runs on the old context (see migrate_now)
     std::uint64_t ticket = 0; // the target's moved_here() for the call
     bool kick_old = false;    // the event it took along is back on the old channel: read it
     std::shared_ptr<channel_impl> target{}, old_channel{};
@@ -159,10 +173,11 @@ struct id_impl::hand_on {
         // (one hop when old and new executor are the same, e.g. two channels of one context).
         auto then = old_step(
             [end = move_end(std::move(self), ec, std::move(handler)), hop = std::move(hop), hop_on_old = ends_on_old,
-             look_at = look ? target : nullptr, ticket = ticket, id]() mutable {
+             look_at = look ? std::move(target) : nullptr /* (look: moved, the owner stays) */, ticket = ticket,
+             id]() mutable {
                 end_after_look(
-                    look_at, ticket, std::move(hop), hop_on_old, [](move_end& e) { e.self->hold_while_moving(); },
-                    [id] { return id->enter_executor(); }, std::move(end));
+                    look_at, ticket, hop, hop_on_old, [](move_end& e) { e.self->hold_while_moving(); },
+                    [id] { return id->enter_executor(); }, end);
             },
             !nowhere);
         after_call(
@@ -214,18 +229,18 @@ struct id_impl::hand_on {
             auto* first = group.front().self.get(); // (its executor is the old one until its end)
             const bool somewhere = hop && !hop_on_old;
             auto then = old_step(
-                [group = std::move(group), hop = std::move(hop), hop_on_old, look_at = std::move(look_at), ticket,
-                 first]() mutable {
+                [end = together{std::move(group)}, hop = std::move(hop), hop_on_old, look_at = std::move(look_at),
+                 ticket, first]() mutable {
                     end_after_look(
-                        look_at, ticket, std::move(hop), hop_on_old,
-                        [](together& end) {
-                            for (auto& g : end.group) g.self->hold_while_moving();
+                        look_at, ticket, hop, hop_on_old,
+                        [](together& e) {
+                            for (auto& g : e.group) g.self->hold_while_moving();
                         },
-                        [first] { return first->enter_executor(); }, together{std::move(group)});
+                        [first] { return first->enter_executor(); }, end);
                 },
                 somewhere);
             after_call(
-                {.look = true}, [&] { boost::asio::post(old_executor, std::move(then)); },
+                {.look = true}, [&] { post_on(old_executor, std::move(then)); },
                 [&] {
                     for (auto& h : joined) h.release_channels();
                 });
@@ -245,7 +260,7 @@ private:
     template <typename Then>
     static void step(bound_executor::entry& old, bool nowhere, Then& then) {
         switch (move_old_way_for(!!old.executor, nowhere)) {
-        case move_old_way::post: boost::asio::post(old.executor, std::move(then)); break;
+        case move_old_way::post: post_on(old.executor, std::move(then)); break;
         case move_old_way::run_here: then(); break;
         case move_old_way::let_go: [[maybe_unused]] Then gone = std::move(then); break; // (`old` still held)
         }
@@ -271,13 +286,14 @@ private:
     // and the end follows: what moved along is held by the id and delivered before its
     // deferred operations (channel_impl::try_look_for_move). Moves made at once (a
     // rebalance) look about once. `hop_on_old`: the new executor runs on the old context.
+    // `hop` and `end` are the step's own, moved from only where they go on.
     template <typename Hold, typename Old, typename End>
-    static void end_after_look(const std::shared_ptr<channel_impl>& look_at, std::uint64_t ticket, executor_type hop,
-                               bool hop_on_old, Hold hold, Old old, End end) {
+    static void end_after_look(const std::shared_ptr<channel_impl>& look_at, std::uint64_t ticket, executor_type& hop,
+                               bool hop_on_old, Hold hold, Old old, End& end) {
         // (One action at each of these places: asserted below.)
         if (move_course(move_place::old_step, {.look = !!look_at}).list[0] == move_action::go_to_end)
-            return go_to_end(std::move(hop), std::move(end));
-        if (look_at->try_look_for_move(ticket)) return go_to_end(std::move(hop), std::move(end)); // read_done
+            return go_to_end(hop, end);
+        if (look_at->try_look_for_move(ticket)) return go_to_end(hop, end); // read_done
         // The reader is busy, or an event waits: the read on its strand (where handlers run
         // inline, never here), then the end. Without a hop the end comes
         // back to the old executor, which no post of the move holds meanwhile (the old
@@ -289,9 +305,9 @@ private:
     }
     // On the old executor: posts the end to `hop`, else runs it here.
     template <typename End>
-    static void go_to_end(executor_type hop, End end) {
+    static void go_to_end(executor_type& hop, End& end) {
         if (hop)
-            boost::asio::post(hop, std::move(end));
+            post_on(hop, std::move(end));
         else
             end();
     }
@@ -301,10 +317,10 @@ private:
     // while the entry holds the context.
     template <typename End, typename Old>
     static void end_after_read(executor_type hop, bool hop_on_old, End end, Old old) {
-        if (hop && !hop_on_old) return boost::asio::post(hop, std::move(end));
+        if (hop && !hop_on_old) return post_on(hop, std::move(end));
         auto ex = old();
         if (move_old_way_for(!!ex.executor, true) == move_old_way::post)
-            boost::asio::post(hop ? hop : ex.executor, std::move(end));
+            post_on(hop ? hop : ex.executor, std::move(end));
         else [[maybe_unused]]
             End gone = std::move(end); // (`ex` still held)
     }
@@ -341,8 +357,7 @@ private:
             } catch (...) {
                 // (On the new executor, set by its end; none if its context has shut down.)
                 if (auto here = group[i].self->get_executor(); here && i + 1 < group.size())
-                    boost::asio::post(
-                        here, [group = std::move(group), next = i + 1]() mutable { finish_together(group, next); });
+                    post_on(here, [group = std::move(group), next = i + 1]() mutable { finish_together(group, next); });
                 throw;
             }
         }
@@ -414,7 +429,8 @@ void id_impl::migrate_together(std::vector<migrate_order> orders, const std::sha
     const bool ran = reader->try_run_exclusive([&] {
         for (auto& id : together) {
             std::unique_lock lock(id->mutex_);
-            if (id->ready_for_call(lock)) moved.push_back(id->migrate_now(lock, how::post));
+            if (id->ready_for_call(lock))
+                moved.emplace_back(built_by{[&] { return id->migrate_now(lock, how::post); }});
         }
     });
     if (!ran) { // the old reader is busy: each from its strand, as migrate() goes on
@@ -437,13 +453,10 @@ bool id_impl::begin_migration(std::unique_lock<std::mutex>& lock, const std::sha
         complete({std::move(handler), ec, {}, {}});
         return false;
     }
-    auto current = executor_.get();
-    const auto& target_executor = target ? target_ex : current;
-    migration_.reset(new migration{.target = target,
-                                   .target_executor = target_executor,
-                                   .old_executor = current,
-                                   .handler = std::move(handler),
-                                   .ends_on_old_context = current ? same_context(current, target_executor) : !target});
+    migration_.emplace(built_by{[&] {
+        return migration{
+            .target = target, .target_executor = target ? target_ex : executor_type(), .handler = std::move(handler)};
+    }});
     life_.move_begins();
     if (data_path_) data_path_->begin_move();
     return true;
@@ -467,7 +480,8 @@ void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
     // A synchronous id has no channel of ours: the target's reader makes the call.
     auto reader = channel_ ? channel_ : migration_->target;
     std::optional<hand_on> next; // (emplaced: 1.81's handler move assignment recurses)
-    if (!reader->try_run_exclusive([&] { next.emplace(migrate_now(lock, mode)); })) return migrate_later(lock, mode);
+    if (!reader->try_run_exclusive([&] { next.emplace(built_by{[&] { return migrate_now(lock, mode); }}); }))
+        return migrate_later(lock, mode);
     std::move(*next).run(); // out of the routing lock: it runs executors, maybe the user's
 }
 
@@ -508,7 +522,7 @@ void id_impl::end_migration(error_code ec, how mode) {
     const bool here = end && mode == how::dispatch && old.executor && !old.call;
     for (auto action : todo) {
         if (action == id_life::action::post_end) {
-            if (old.executor && !here) boost::asio::post(old.executor, std::move(*end));
+            if (old.executor && !here) post_on(old.executor, std::move(*end));
             if (target) target->remove_owner(); // taken at the start, not needed now
         } else {
             follow({{action}, 1}); // closed: the id goes now, whenever the end runs
@@ -518,10 +532,10 @@ void id_impl::end_migration(error_code ec, how mode) {
 }
 
 void id_impl::abandon_migration() noexcept {
-    std::unique_ptr<migration> gone; // (held events, deferred operations: let go of out of the lock)
+    std::optional<migration> gone; // (held events, deferred operations: let go of out of the lock)
     std::unique_lock lock(mutex_);
     if (!life_.ends_move()) return; // (its end's, which alone ends a settled move)
-    gone = std::move(migration_);
+    take_migration(gone);
     update_busy();
     release_if_idle(lock); // close() came while the id moved
 }
@@ -541,8 +555,12 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     // (recheck). Shut down already: move_entry_way.
     static_assert(move_course(move_place::ready, {}).list[0] == move_action::enter_old &&
                   move_course(move_place::ready, {}).list[1] == move_action::migrate_call);
-    auto old = executor_.enter();
-    switch (move_entry_way(!!old.executor, !!old.call, left_context_, migration_->ends_on_old_context)) {
+    // Whether the target executor runs on the id's context (or both are gone): once that
+    // context shuts down, the move's end has nowhere to run (the fourth review's R1). Asked
+    // with the entry: the context lives then (its shutdown, begun, waits for the call).
+    bool ends_on_old = !target;
+    auto old = target ? executor_.enter(migration_->target_executor, ends_on_old) : executor_.enter();
+    switch (move_entry_way(!!old.executor, !!old.call, left_context_, ends_on_old)) {
     case move_entry::make_call: break;
     case move_entry::left: lock.unlock(); return {};
     case move_entry::refused:
@@ -552,7 +570,6 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     rdma_cm_id* id = id_;
     auto old_channel = channel_;
     bool kick_old = false;
-    auto target_executor = migration_->target_executor;
     life_.call_begins();
     lock.unlock();
 
@@ -578,33 +595,34 @@ id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mo
     const bool look = target && !ec && !pending_request_;
     const std::uint64_t ticket = look ? target->moved_here() : 0;
     executor_type hop;
-    if (!ec && target_executor != migration_->old_executor) hop = std::move(target_executor);
-    hand_on next{.old = std::move(old),
-                 .self = shared_from_this(),
-                 .ec = ec,
-                 .called = true,
-                 .look = look,
-                 .ends_on_old = migration_->ends_on_old_context,
-                 .ticket = ticket,
-                 .kick_old = kick_old,
-                 .target = std::move(target),
-                 .old_channel = std::move(old_channel),
-                 .data = data_path_,
-                 .hop = std::move(hop),
-                 .handler = std::move(migration_->handler),
-                 .after = todo};
+    if (!ec && target && migration_->target_executor != old.executor) hop = migration_->target_executor;
+    auto data = data_path_;
+    auto handler = std::move(migration_->handler);
     lock.unlock();
     migrate_calls_.notify_all();
     // (Until finish_migration, the id's events are held, wherever they are routed: what
-    // follows needs no lock.)
-    return next;
+    // follows needs no lock.) Returned as built, not named: no move of it on the way out.
+    return {.old = std::move(old),
+            .self = shared_from_this(),
+            .ec = ec,
+            .called = true,
+            .look = look,
+            .ends_on_old = ends_on_old,
+            .ticket = ticket,
+            .kick_old = kick_old,
+            .target = std::move(target),
+            .old_channel = std::move(old_channel),
+            .data = std::move(data),
+            .hop = std::move(hop),
+            .handler = std::move(handler),
+            .after = todo};
 }
 
 // On the new executor (the old one if the migration failed), never inside an initiating
 // call. Until it ends, newer events and operations queue behind what it hands over.
 void id_impl::finish_migration(error_code ec, void_handler& handler) {
     std::unique_lock lock(mutex_);
-    const auto ex = ec ? executor_.get() : executor_.set(migration_->target_executor);
+    const auto ex = ec || !migration_->target ? executor_.get() : executor_.set(migration_->target_executor);
     // Bound to a context that has shut down, the id has no context_gone to come; to a live
     // one, async_close's handlers kept meanwhile (destroyed() found no context) run there.
     bool closed = false;
@@ -635,7 +653,7 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
                 lock.unlock();
                 // (No executor: its context shut down; the end, with nowhere to run, lets go of the move.)
                 move_end rest(shared_from_this(), ec, std::move(handler));
-                if (ex) boost::asio::post(ex, std::move(rest));
+                if (ex) post_on(ex, std::move(rest));
                 throw;
             }
             lock.lock();

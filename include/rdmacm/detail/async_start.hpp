@@ -23,8 +23,8 @@ struct tracked_handler {
 
     template <typename... Args>
     void operator()(Args&&... args) && {
-        auto w = std::move(work); // released after the handler returns
         std::move(handler)(std::forward<Args>(args)...);
+        work.reset(); // after the handler returned (one that threw: with this object)
     }
 };
 
@@ -69,6 +69,10 @@ public:
     void operator()(Handler handler, Start start) const {
         if constexpr (Followers == work_of_followers::by_object && !has_own_executor<Handler>) {
             start(boost::asio::any_completion_handler<Signature>(std::move(handler)));
+        } else if constexpr (Followers == work_of_followers::at_start && !has_own_executor<Handler>) {
+            // On the I/O object's executor, its work tracked from it as it is (not a copy).
+            start(boost::asio::any_completion_handler<Signature>(tracked_handler<Handler, executor_type>{
+                std::move(handler), boost::asio::make_work_guard(executor_of_)}));
         } else {
             // by_object: its own executor, asked without reading the object's — unless the
             // handler is type-erased (an any_completion_handler given as the token), whose type

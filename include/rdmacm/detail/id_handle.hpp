@@ -92,11 +92,13 @@ protected:
 
     // Moves the id to the channel `target`, its handlers then on `ex` (see async_migrate).
     template <typename Token>
-    auto start_migrate(const std::shared_ptr<channel_impl>& target, const executor_type& ex, Token&& token) {
-        return async_start<void(error_code)>(migrate_initiation_executor(ex), std::forward<Token>(token),
-                                             [this_ex = executor_, impl = impl_, target, ex](auto handler) {
-                                                 id_ops::migrate(impl, this_ex, target, ex, std::move(handler));
-                                             });
+    auto start_migrate(const std::shared_ptr<channel_impl>& target, executor_type ex, Token&& token) {
+        auto io_ex = migrate_initiation_executor(ex);
+        return async_start<void(error_code)>(
+            io_ex, std::forward<Token>(token),
+            [this_ex = executor_, impl = impl_, target, ex = std::move(ex)](auto handler) {
+                id_ops::migrate(impl, this_ex, target, ex, std::move(handler));
+            });
     }
 
     // Moves the id to the channel of `ex`'s execution context, its handlers then on `ex`.
