@@ -282,14 +282,18 @@ bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
         }
         ex = executor_.get(); // where the id is now: a move may have ended since the queue pair was made
     }
+    end_data_path_move(dp, ex);
+    return true;
+}
+
+void id_impl::end_data_path_move(const std::shared_ptr<data_path>& dp, const executor_type& ex) {
     // Out of the lock: end_move may post through the id's executor, a user's, whose
     // execute() may close this id (review F6: under the lock, that close deadlocked).
     dp->end_move(ex);
     std::lock_guard lock(mutex_);
     // A move that began meanwhile told the queue pair before the end_move above undid it.
-    // (One that was abandoned since ends the queue pair's move itself, or did already.)
-    if (life_.moving()) data_path_->begin_move();
-    return true;
+    // (One that ended or was abandoned since ended the queue pair's move itself.)
+    if (life_.moving() && data_path_ == dp) dp->begin_move();
 }
 
 void id_impl::close() noexcept {

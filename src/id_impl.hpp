@@ -326,6 +326,8 @@ private:
     };
     // In the id, not allocated: a move's state made and let go of per move (~150 instructions).
     std::optional<migration> migration_;
+    // Ends the queue pair's move (`dp`, the id's) on `ex`, the id's executor (no lock held).
+    void end_data_path_move(const std::shared_ptr<data_path>& dp, const executor_type& ex);
     // Takes the move's state out of the id (to let go of out of the lock): it no longer moves.
     // (Move-constructed: Boost 1.81's any_completion_handler move assignment recurses.)
     void take_migration(std::optional<migration>& into) noexcept {

@@ -533,11 +533,26 @@ void id_impl::end_migration(error_code ec, how mode) {
 
 void id_impl::abandon_migration() noexcept {
     std::optional<migration> gone; // (held events, deferred operations: let go of out of the lock)
-    std::unique_lock lock(mutex_);
-    if (!life_.ends_move()) return; // (its end's, which alone ends a settled move)
-    take_migration(gone);
-    update_busy();
-    release_if_idle(lock); // close() came while the id moved
+    bound_executor::entry stays;   // the context the id stays on, while its queue pair is told
+    std::shared_ptr<data_path> held;
+    {
+        std::unique_lock lock(mutex_);
+        if (!life_.ends_move()) return; // (its end's, which alone ends a settled move)
+        take_migration(gone);
+        update_busy();
+        // Its queue pair held its completions while the id moved: handed over again where
+        // the id stays (the fifth review's F5-8: held for good while that context lived on).
+        // Not once that context shuts down: its context_gone aborts them.
+        if (data_path_) {
+            stays = executor_.enter();
+            if (stays.executor) held = data_path_;
+        }
+        release_if_idle(lock); // close() came while the id moved
+    }
+    if (held) try {
+            end_data_path_move(held, stays.executor);
+        } catch (...) { // (out of memory making its poller there: the queue pair keeps what it holds)
+        }
 }
 
 id_impl::hand_on id_impl::migrate_now(std::unique_lock<std::mutex>& lock, how mode) {

@@ -596,6 +596,39 @@ BOOST_AUTO_TEST_CASE(a_re_arm_the_device_refuses_is_tried_again) {
     BOOST_TEST(refusing.made() >= 1, "no re-arm reached the device after the refusals");
 }
 
+// The fifth review's F5-8: a move let go of before its end ran (here the end queued on its
+// target's context, destroyed unrun: the documentation forbids it, the queue pair must not
+// go deaf for it) is abandoned, the id staying on its context, which lives on. Its queue
+// pair held its completions while the id moved: abandoned, it hands them over there again.
+// Before: the receive never completed (rxe and siw).
+BOOST_AUTO_TEST_CASE(a_queue_pair_receives_after_its_id_s_move_is_abandoned) {
+    channel_fixture f;
+    client_with_buffer c(f);
+    std::array<char, 5> hello{'h', 'e', 'l', 'l', 'o'};
+    memory_region hello_mr(c.p.server_qp->pd(), std::as_writable_bytes(std::span(hello)));
+    std::optional<error_code> received, sent;
+    c.receive([&](error_code ec, std::size_t) { received = ec; });
+    auto target = std::make_unique<asio::io_context>(); // never run: the move's end waits there
+    std::optional<event_channel> target_channel(std::in_place, *target);
+    rdma_cm_id* raw = c.p.client->native_handle();
+    const int calls = faults::calls("rdma_migrate_id", raw);
+    bool moved = false;
+    c.p.client->async_migrate(*target_channel, [&](error_code) { moved = true; });
+    BOOST_REQUIRE(run_until(
+        f.ctx, [&] { return faults::calls("rdma_migrate_id", raw) == calls + 1; }, 5s));
+    run_until(
+        f.ctx, [] { return false; }, 200ms); // the step on the old context: the end posted to the target
+    target_channel.reset();
+    target.reset(); // the end goes unrun: the move is abandoned
+    BOOST_TEST(!moved);
+    c.p.server_qp->async_send(hello_mr, std::as_bytes(std::span(hello)),
+                              [&](error_code ec, std::size_t) { sent = ec; });
+    BOOST_TEST_REQUIRE(run_until(
+                           f.ctx, [&] { return received.has_value() && sent.has_value(); }, 5s),
+                       "the message was never received (sent: " << sent.has_value() << ")");
+    BOOST_TEST(!*received, received->message());
+}
+
 // The context shuts down while a close() on another thread tells the device to flush (its
 // ibv_modify_qp held at the gate): the receive's handler, destroyed by the shutdown, goes
 // only once the device was told — by the shutdown's own call (before: at once, the queue
