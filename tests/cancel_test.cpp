@@ -135,7 +135,7 @@ BOOST_FIXTURE_TEST_CASE(close_aborts_outstanding_operations, channel_fixture) {
 
 // A context's run() waits while an operation waits on any id whose handlers run there, and
 // returns once the last one has completed: its outstanding work is counted once for all the
-// ids and queue pairs on it (src/context_bound.hpp), not held by each.
+// ids and queue pairs on it (src/common/context_bound.hpp), not held by each.
 BOOST_AUTO_TEST_CASE(run_waits_for_the_last_waiting_id) {
     asio::io_context channel_ctx, ctx; // `ctx` holds no I/O object: only the ids' work
     event_channel channel(channel_ctx);

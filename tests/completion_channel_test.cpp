@@ -1,4 +1,4 @@
-// Completion channels shared by an execution context's queue pairs (src/completion_channel.hpp),
+// Completion channels shared by an execution context's queue pairs (src/verbs/completion_channel.hpp),
 // on the kernel CM and a real (soft) device: one channel (one fd) for all of a context's
 // queue pairs, each completion still reaching its own; a queue pair moved to another
 // context completes after the context it was made on is gone (its CQ still reports to that

@@ -2,7 +2,7 @@
 // join and leave in any order, each by its index (no search: a context with thousands of
 // connections pays nothing per id made, moved or destroyed), and removing what is not a
 // member (a reader never started) changes nothing.
-#include "context_bound.hpp"
+#include "common/context_bound.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,6 +1,6 @@
 // Every interleaving of an id's calls, a move, a close and its context's shutdown, without
-// I/O: the core's id_life (src/id_life.hpp) — what src/id_impl.cpp, src/migrate.cpp and
-// src/sync_mode.cpp ask under the id's mutex — driven against a model of what is around it.
+// I/O: the core's id_life (src/cm/id_life.hpp) — what src/cm/id_impl.cpp, src/cm/migrate.cpp and
+// src/cm/sync_mode.cpp ask under the id's mutex — driven against a model of what is around it.
 // Each lock section of the core is one step, and so is each thing it does after the lock:
 //   - callers (a call_guard's call, an operation's): enter under the lock (or wait for the
 //     migrate call being made, or find the id closed), make the call, leave under the lock
@@ -23,7 +23,7 @@
 // out forgetting the waiting move; a call not waiting for rdma_migrate_id; a shutdown taking
 // a move in its call; a move begun beside a blocking call of synchronous mode; a close
 // destroying the id whatever its move is doing).
-#include "id_life.hpp"
+#include "cm/id_life.hpp"
 #include "support/explorer.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -1,6 +1,6 @@
 // Every interleaving of two moves into one channel, without I/O: the core's own move_course,
-// move_entry_way, move_old_way_for and move_reads (src/move_machine.hpp) — the code
-// src/migrate.cpp and src/channel_impl.hpp follow — driven against a model of what is around
+// move_entry_way, move_old_way_for and move_reads (src/cm/move_machine.hpp) — the code
+// src/cm/migrate.cpp and src/cm/channel_impl.hpp follow — driven against a model of what is around
 // them: three contexts (the moves' old executor, which also runs their old channel's reader;
 // the target channel's reader; the new executor), each a FIFO queue that returns from run()
 // once it has neither work nor handlers; the kernel's event queues of both channels (a moved
@@ -31,7 +31,7 @@
 //     and a shutdown finishes.
 // The explorer is shown to fail: six cases put a reviewed defect back into the machine and
 // expect it to find a violation.
-#include "move_machine.hpp"
+#include "cm/move_machine.hpp"
 #include "support/explorer.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -283,7 +283,7 @@ private:
             case move_action::read_target:
                 if (!route_locked_ && look(m)) { // here: the lock taken without waiting, nothing to read
                     at(move_place::read_done, m, here);
-                } else { // read on the reader's strand, the way back held (src/migrate.cpp)
+                } else { // read on the reader's strand, the way back held (src/cm/migrate.cpp)
                     if (!config_.hop) ++work_[old_ctx], ++back_held_[m];
                     post(target_reader, {task::read_for_move, m});
                 }

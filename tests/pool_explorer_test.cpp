@@ -1,6 +1,6 @@
 // Every interleaving of a shard pool's stop with a move and a rebalance, without I/O: the
 // core's own pool_move_course, pool_rebalance_start and pool_stop_course
-// (src/pool_machine.hpp) — what src/shard_pool.cpp follows — driven against a model of what
+// (src/pool/pool_machine.hpp) — what src/pool/shard_pool.cpp follows — driven against a model of what
 // is around them: two shards, each an io_context whose run() returns as soon as it has no
 // work (stop()'s guard and channel, the holds taken on it, the handlers queued on it); two
 // pooled connections on shard 0, whose ids hold shard 0's channel (and the one they move
@@ -15,7 +15,7 @@
 //   - every operation completes exactly once (its handler, its report, or its refusal);
 //   - stop() returns: every shard runs out of work once the stop let go of it.
 // The explorer is shown to fail: three cases put a defect back into the machine.
-#include "pool_machine.hpp"
+#include "pool/pool_machine.hpp"
 #include "support/explorer.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -1,6 +1,6 @@
 // Every interleaving of a queue pair's close, a lost connection and its context's shutdown
 // with the work requests posted, the device's completions and the poller's passes, without
-// I/O: the core's qp_machine (src/qp_machine.hpp) — what src/queue_pair.cpp asks under the
+// I/O: the core's qp_machine (src/verbs/qp_machine.hpp) — what src/verbs/queue_pair.cpp asks under the
 // queue pair's lock — driven against a model of what is around it. Each lock section of
 // queue_pair.cpp is one step, and so is each call it makes outside the lock:
 //   - a post (its lock, then ibv_post_*; in error, never posted: a pass flushes it in its
@@ -28,7 +28,7 @@
 // device while another thread is telling it; a close telling a destroyed queue pair; a post
 // in error refused at once, ahead of the work posted before it) and expect it to find a
 // violation.
-#include "qp_machine.hpp"
+#include "verbs/qp_machine.hpp"
 #include "support/explorer.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -4,4 +4,4 @@
 set -euo pipefail
 build=$1 src=$2
 cd "$src"
-ls src/*.cpp | xargs -P "$(nproc)" -n 1 clang-tidy --quiet -p "$build"
+ls src/*/*.cpp | xargs -P "$(nproc)" -n 1 clang-tidy --quiet -p "$build"

@@ -1,6 +1,6 @@
 // work_request_table without a device: ids find their handlers once, a late id never
 // matches a reused slot, what is left comes out in posting order, slots are reused.
-#include "work_request_table.hpp"
+#include "verbs/work_request_table.hpp"
 
 #include <boost/test/unit_test.hpp>
 

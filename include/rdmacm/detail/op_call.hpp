@@ -1,6 +1,6 @@
 #pragma once
 // The librdmacm call that starts an operation, as a plain value: kept in deferred
-// operations without a heap allocation, made by the compiled core (src/op_call.cpp).
+// operations without a heap allocation, made by the compiled core (src/cm/op_call.cpp).
 #include "rdmacm/conn_params.hpp"
 #include "rdmacm/endpoint.hpp"
 
