@@ -268,6 +268,7 @@ bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
     // Called under a call_guard (qp_impl::create): no move makes its migrate call meanwhile,
     // so none ends; one may begin.
     executor_type ex;
+    std::uint64_t move = 0;
     {
         std::unique_lock lock(mutex_);
         data_path_ = dp;
@@ -277,23 +278,17 @@ bool id_impl::attach(const std::shared_ptr<data_path>& dp) {
             return false;
         }
         if (migration_) {
-            data_path_->begin_move(); // finish_migration ends it
+            data_path_->begin_move(moves_); // finish_migration ends it
             return true;
         }
         ex = executor_.get(); // where the id is now: a move may have ended since the queue pair was made
+        move = moves_;
     }
-    end_data_path_move(dp, ex);
-    return true;
-}
-
-void id_impl::end_data_path_move(const std::shared_ptr<data_path>& dp, const executor_type& ex) {
     // Out of the lock: end_move may post through the id's executor, a user's, whose
-    // execute() may close this id (review F6: under the lock, that close deadlocked).
-    dp->end_move(ex);
-    std::lock_guard lock(mutex_);
-    // A move that began meanwhile told the queue pair before the end_move above undid it.
-    // (One that ended or was abandoned since ended the queue pair's move itself.)
-    if (life_.moving() && data_path_ == dp) dp->begin_move();
+    // execute() may close this id (review F6: under the lock, that close deadlocked). A
+    // move begun meanwhile makes it a stale end, which the queue pair ignores.
+    dp->end_move(ex, move);
+    return true;
 }
 
 void id_impl::close() noexcept {

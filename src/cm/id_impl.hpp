@@ -131,13 +131,17 @@ public:
     class data_path {
     public:
         virtual ~data_path() = default;
-        // A migration begins: completions are held from now on.
-        virtual void begin_move() = 0;
+        // Migration `move` (the id's count of moves begun) begins: completions are held from
+        // now on.
+        virtual void begin_move(std::uint64_t move) = 0;
         // Runs `then` once every completion already handed to the old executor is queued
         // there (`then` posts after them): on the poller's strand, or here.
         virtual void after_handed(std::function<void()> then) = 0;
-        // The migration ended (on `ex`): completions go to `ex` from now, held ones first.
-        virtual void end_move(const executor_type& ex) = 0;
+        // Migration `move` ended (on `ex`): completions go to `ex` from now, held ones first.
+        // Ignored once a later one began: an abandoned move's end is told out of the id's
+        // lock (the review of F5-8's fix: a stale end undid a newer move's begin, or moved
+        // the queue pair back after a newer move ended).
+        virtual void end_move(const executor_type& ex, std::uint64_t move) = 0;
         // Outstanding operations complete with operation_aborted; no verbs call on the
         // queue pair starts any more.
         virtual void close() noexcept = 0;
@@ -326,8 +330,7 @@ private:
     };
     // In the id, not allocated: a move's state made and let go of per move (~150 instructions).
     std::optional<migration> migration_;
-    // Ends the queue pair's move (`dp`, the id's) on `ex`, the id's executor (no lock held).
-    void end_data_path_move(const std::shared_ptr<data_path>& dp, const executor_type& ex);
+    std::uint64_t moves_ = 0; // begun: the number of the latest (its queue pair's ends name it)
     // Takes the move's state out of the id (to let go of out of the lock): it no longer moves.
     // (Move-constructed: Boost 1.81's any_completion_handler move assignment recurses.)
     void take_migration(std::optional<migration>& into) noexcept {

@@ -460,7 +460,8 @@ bool id_impl::begin_migration(std::unique_lock<std::mutex>& lock, const std::sha
             .target = target, .target_executor = target ? target_ex : executor_type(), .handler = std::move(handler)};
     }});
     life_.move_begins();
-    if (data_path_) data_path_->begin_move();
+    ++moves_;
+    if (data_path_) data_path_->begin_move(moves_);
     return true;
 }
 
@@ -534,9 +535,12 @@ void id_impl::end_migration(error_code ec, how mode) {
 }
 
 void id_impl::abandon_migration() noexcept {
+    // The context the id stays on, held while what the move held goes (handlers bound to it)
+    // and its queue pair is told.
+    bound_executor::entry stays;
     std::optional<migration> gone; // (held events, deferred operations: let go of out of the lock)
-    bound_executor::entry stays;   // the context the id stays on, while its queue pair is told
     std::shared_ptr<data_path> held;
+    std::uint64_t move = 0;
     {
         std::unique_lock lock(mutex_);
         if (!life_.ends_move()) return; // (its end's, which alone ends a settled move)
@@ -545,15 +549,16 @@ void id_impl::abandon_migration() noexcept {
         // Its queue pair held its completions while the id moved: handed over again where
         // the id stays (the fifth review's F5-8: held for good while that context lived on).
         // Not once that context shuts down: its context_gone aborts them.
-        if (data_path_) {
-            stays = executor_.enter();
-            if (stays.executor) held = data_path_;
-        }
+        // Out of the lock, as attach() tells it (review F6): should a move begin meanwhile,
+        // this end is stale, and the queue pair ignores it.
+        stays = executor_.enter();
+        if (stays.executor) held = data_path_;
+        move = moves_;
         release_if_idle(lock); // close() came while the id moved
     }
     if (held) try {
-            end_data_path_move(held, stays.executor);
-        } catch (...) { // (out of memory making its poller there: the queue pair keeps what it holds)
+            held->end_move(stays.executor, move);
+        } catch (...) { // (out of memory: the queue pair may keep what it holds, said in internals)
         }
 }
 
@@ -683,8 +688,9 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
             // (A queue pair made meanwhile began a move of its own: it ends here too. One the
             // destroy took away after a close() is none: closing it aborted all it held.)
             ended = data_path_;
+            const auto move = moves_;
             lock.unlock();
-            ended->end_move(ex);
+            ended->end_move(ex, move);
             lock.lock();
         } else {
             break;

@@ -80,9 +80,9 @@ public:
     static void refuse(const executor_type& ex, handler h, error_code ec);
 
     // id_impl::data_path
-    void begin_move() override;
+    void begin_move(std::uint64_t move) override;
     void after_handed(std::function<void()> then) override;
-    void end_move(const executor_type& ex) override;
+    void end_move(const executor_type& ex, std::uint64_t move) override;
     void close() noexcept override;
     void wait_idle() noexcept override;
     void connection_lost() noexcept override;
@@ -205,6 +205,7 @@ private:
     std::vector<handler> kept_;
     qp_machine machine_; // closed, in error, what the device was told (qp_machine.hpp)
     bool moving_ = false;
+    std::uint64_t move_ = 0;       // the latest of its id's moves begun (an end of an earlier one is stale)
     bool busy_ = false;            // what executor_ was last told
     int waiting_beside_ = 0;       // receive pools' waiting operations (waiting_beside)
     std::vector<completion> held_; // while moving, and until the current poller hands them over

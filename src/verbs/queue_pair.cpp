@@ -496,8 +496,9 @@ void qp_impl::hand_over(std::vector<completion>& done, const executor_type& ex, 
     queue_from(i);
 }
 
-void qp_impl::begin_move() {
+void qp_impl::begin_move(std::uint64_t move) {
     std::lock_guard lock(mutex_);
+    move_ = move;
     moving_ = true;
 }
 
@@ -519,7 +520,7 @@ bool qp_impl::polls_elsewhere(const executor_type& ex) const { // under mutex_
     return !here || !same_context(here, ex);
 }
 
-void qp_impl::end_move(const executor_type& ex) {
+void qp_impl::end_move(const executor_type& ex, std::uint64_t move) {
     // The new context reads the CQ's channel (the one it was made on) from here: its reader
     // of that channel is found or made out of our lock (its first read is posted). Made
     // there, completions no longer need the old context to run, or to exist. When none can
@@ -529,6 +530,7 @@ void qp_impl::end_move(const executor_type& ex) {
     bool elsewhere;
     {
         std::lock_guard lock(mutex_);
+        if (move < move_) return; // stale: a later move began
         elsewhere = polls_elsewhere(ex);
     }
     if (elsewhere) try {
@@ -540,6 +542,7 @@ void qp_impl::end_move(const executor_type& ex) {
     bool held, regrace;
     {
         std::lock_guard lock(mutex_);
+        if (move < move_) return; // (likewise, meanwhile: `there` leaves its reader out of our lock)
         // (For a moment both pollers may poll, one at a time, both handing over to `ex`.)
         if (there && polls_elsewhere(ex)) old = std::exchange(poller_, std::move(there));
         now = executor_.set(ex);
