@@ -171,12 +171,12 @@ struct id_impl::hand_on {
         // Where the end runs if the old context shuts down: nowhere when the id stays there
         // (the call failed) or its target executor is on it.
         const bool nowhere = ec || ends_on_old;
+        // (`target` moved into the look: a move that looks succeeded, the id keeps its owner.)
         // Handlers of the id already handed to the old executor run before the id moves on
         // (one hop when old and new executor are the same, e.g. two channels of one context).
         auto then = old_step(
             [end = move_end(std::move(self), ec, std::move(handler)), hop = std::move(hop), hop_on_old = ends_on_old,
-             look_at = look ? std::move(target) : nullptr /* (look: moved, the owner stays) */, ticket = ticket,
-             id]() mutable {
+             look_at = look ? std::move(target) : nullptr, ticket = ticket, id]() mutable {
                 end_after_look(
                     look_at, ticket, hop, hop_on_old, [](move_end& e) { e.self->hold_while_moving(); },
                     [id] { return id->enter_executor(); }, end);
@@ -547,10 +547,10 @@ void id_impl::abandon_migration() noexcept {
         take_migration(gone);
         update_busy();
         // Its queue pair held its completions while the id moved: handed over again where
-        // the id stays (the fifth review's F5-8: held for good while that context lived on).
-        // Not once that context shuts down: its context_gone aborts them.
-        // Out of the lock, as attach() tells it (review F6): should a move begin meanwhile,
-        // this end is stale, and the queue pair ignores it.
+        // the id stays (the fifth review's F5-8: held for good while that context lived on),
+        // not once that context shuts down (its context_gone aborts them). Told out of the
+        // lock, as attach() tells it (review F6): an end told after a newer move began is
+        // stale, and the queue pair ignores it.
         stays = executor_.enter();
         if (stays.executor) held = data_path_;
         move = moves_;
