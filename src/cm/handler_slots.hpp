@@ -5,6 +5,7 @@
 #include "rdmacm/detail/id_machine.hpp"
 #include "rdmacm/detail/id_ops.hpp"
 
+#include <utility>
 #include <variant>
 
 namespace rdmacm::detail {
@@ -36,15 +37,13 @@ public:
     }
     // Into an empty slot: `h` holds the kind's handler type (its start() is typed so).
     void put(op_kind k, any_handler h) noexcept {
-        visit(*this, k, [&](auto& slot) { std::get<std::decay_t<decltype(slot)>>(h).swap(slot); });
+        visit(*this, k, [&](auto& slot) { slot = std::get<std::decay_t<decltype(slot)>>(std::move(h)); });
     }
     // Empties the slot: what it held (monostate if nothing).
     any_handler take(op_kind k) noexcept {
         return visit(*this, k, [](auto& slot) -> any_handler {
             if (slot == nullptr) return {};
-            std::decay_t<decltype(slot)> out;
-            out.swap(slot); // (Boost 1.81's move assignment of a handler does not move)
-            return out;
+            return std::exchange(slot, nullptr);
         });
     }
 

@@ -465,8 +465,7 @@ bool id_impl::deliver(const cm_event& ev, bool from_reader, bool post) {
         switch (d.what) {
         case id_machine::action::complete:
             machine_.completed(d.kind);
-            // Filled in place (the event copied once; `done` holds no handler yet, so no
-            // handler is move-assigned: Boost 1.81's move assignment recurses).
+            // Filled in place: the event copied once.
             done.handler = handlers_.take(d.kind);
             done.ec = d.result;
             done.event = ev;

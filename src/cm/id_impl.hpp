@@ -23,8 +23,6 @@
 #include "rdmacm/detail/op_call.hpp"
 #include "rdmacm/event.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
-
 #include <chrono>
 #include <atomic>
 #include <functional>
@@ -326,15 +324,14 @@ private:
         // a move is a post, which holds work of its own.
         bool waited = false;
         std::vector<cm_event> held{};
-        std::list<deferred_start> deferred{}; // (a list: Boost 1.81 any_completion_handler move assignment recurses)
+        std::vector<deferred_start> deferred{};
     };
     // In the id, not allocated: a move's state made and let go of per move (~150 instructions).
     std::optional<migration> migration_;
     std::uint64_t moves_ = 0; // begun: the number of the latest (its queue pair's ends name it)
     // Takes the move's state out of the id (to let go of out of the lock): it no longer moves.
-    // (Move-constructed: Boost 1.81's any_completion_handler move assignment recurses.)
     void take_migration(std::optional<migration>& into) noexcept {
-        into.emplace(std::move(*migration_));
+        into = std::move(migration_);
         migration_.reset();
     }
     std::shared_ptr<data_path> data_path_;

@@ -482,7 +482,7 @@ void id_impl::migrate_step(std::unique_lock<std::mutex>& lock, how mode) {
     if (!ready_for_call(lock)) return;
     // A synchronous id has no channel of ours: the target's reader makes the call.
     auto reader = channel_ ? channel_ : migration_->target;
-    std::optional<hand_on> next; // (emplaced: 1.81's handler move assignment recurses)
+    std::optional<hand_on> next; // (built inside the routing call, run after it)
     if (!reader->try_run_exclusive([&] { next.emplace(built_by{[&] { return migrate_now(lock, mode); }}); }))
         return migrate_later(lock, mode);
     std::move(*next).run(); // out of the routing lock: it runs executors, maybe the user's
@@ -503,7 +503,7 @@ void id_impl::migrate_later(std::unique_lock<std::mutex>& lock, how mode) {
 void id_impl::end_migration(error_code ec, how mode) {
     bound_executor::entry old; // the id's executor, and the call into its context a post there is
     std::shared_ptr<channel_impl> target;
-    std::optional<move_end> end; // (emplaced: 1.81's move assignment recurses)
+    std::optional<move_end> end; // (only when the move has an end to post)
     id_life::actions todo;
     {
         std::unique_lock lock(mutex_);
@@ -681,7 +681,7 @@ void id_impl::finish_migration(error_code ec, void_handler& handler) {
             lock.lock();
         } else if (!migration_->deferred.empty()) { // one at a time: a cancel finds each, or its canceller
             auto d = std::move(migration_->deferred.front());
-            migration_->deferred.pop_front();
+            migration_->deferred.erase(migration_->deferred.begin());
             start_now(lock, d.kind, std::move(d.handler), d.call);
             lock.lock();
         } else if (data_path_ && data_path_ != ended) { // the queue pair's completions: while still moving

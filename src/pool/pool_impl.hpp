@@ -12,7 +12,6 @@
 #include "rdmacm/pool_stop_mode.hpp"
 #include "rdmacm/rebalance.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
@@ -69,7 +68,7 @@ struct pooled_state {
     // A placement's handler until its move ends, or until stop() completes it (under the
     // pool's mutex): the move's next step may wait on the request's context, which a stop
     // must not wait for (it may be the thread calling stop()) — fresh review F1.
-    std::optional<pool_ops::place_handler> placing;
+    pool_ops::place_handler placing;
 };
 
 class pool_impl : public std::enable_shared_from_this<pool_impl> {

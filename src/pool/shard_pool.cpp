@@ -182,7 +182,7 @@ void pool_impl::place(connection_request request, place_handler handler) {
     state->pool = weak_from_this();
     state->shard = to;
     state->moving = true;
-    state->placing.emplace(std::move(handler));
+    state->placing = std::move(handler);
     connections_.emplace(state->key, state);
     ++shards_[to].connections;
     auto target = access::impl(*shards_[to].channel);
@@ -194,15 +194,14 @@ void pool_impl::place(connection_request request, place_handler handler) {
     id->migrate(target, ex,
                 [weak = weak_from_this(), state, request = std::move(request), ex](error_code migrated) mutable {
                     auto self = weak.lock();
-                    if (!self) return;                  // the pool is gone: nothing runs where the handler would
-                    std::optional<place_handler> taken; // (emplaced: 1.81's move assignment recurses)
-                    std::optional<ordered_move> next;   // a move ordered meanwhile
-                    executor_type strand;               // (made only for a connection that moved)
+                    if (!self) return; // the pool is gone: nothing runs where the handler would
+                    place_handler taken;
+                    std::optional<ordered_move> next; // a move ordered meanwhile
+                    executor_type strand;             // (made only for a connection that moved)
                     if (!migrated) strand = connection_strand(follow_executor(state->home));
                     {
                         std::lock_guard relock(self->mutex_);
-                        if (state->placing) taken.emplace(std::move(*state->placing));
-                        state->placing.reset();
+                        taken = std::exchange(state->placing, nullptr);
                         if (!migrated && taken) state->strand.emplace(strand);
                         if (migrated) self->forget(*state); // (a move ordered meanwhile: not_open)
                         self->ended_move(state, next);
@@ -210,11 +209,11 @@ void pool_impl::place(connection_request request, place_handler handler) {
                     if (next) next->start(); // (before the handler: it may throw)
                     if (!taken) return;      // stop() completed it; the request's id goes with `request`
                     if (migrated) {
-                        dispatch_to_handler(std::move(*taken), ex, migrated, failed_connection(ex));
+                        dispatch_to_handler(std::move(taken), ex, migrated, failed_connection(ex));
                         return;
                     }
                     pooled_connection c(std::move(request.id), request.event, state, std::move(strand));
-                    dispatch_to_handler(std::move(*taken), ex, migrated, std::move(c));
+                    dispatch_to_handler(std::move(taken), ex, migrated, std::move(c));
                 });
 }
 
@@ -303,7 +302,7 @@ void pool_impl::ordered_move::start() { id->migrate(target, target_ex, std::move
 void pool_impl::ended_move(const std::shared_ptr<pooled_state>& state, std::optional<ordered_move>& next) {
     state->moving = false;
     if (!state->queued) return;
-    queued_move waiting(std::move(*state->queued)); // (made, not assigned: 1.81's assignment recurses)
+    auto waiting = std::move(*state->queued);
     state->queued.reset();
     // Ordered in the same hold of the lock: no move ordered meanwhile overtakes it.
     if (auto m = order_move_locked(state, waiting.to, std::move(waiting.handler), waiting.how))
@@ -358,7 +357,6 @@ std::optional<pool_impl::ordered_move> pool_impl::order_move_locked(const std::s
             state->moving = true;
             auto target = access::impl(*shards_[to].channel);
             executor_type target_ex = shards_[to].context.get_executor();
-            // (Built in place: Boost 1.81's any_completion_handler move assignment recurses.)
             return ordered_move{std::move(id),
                                 on_migrated(state, to, std::move(handler), fallback, std::move(old_shard), how),
                                 std::move(target), std::move(target_ex)};
@@ -428,7 +426,6 @@ pool_impl::void_handler pool_impl::on_migrated(std::shared_ptr<pooled_state> sta
 
 // One rebalance: its moves run at once; the last to complete reports.
 struct rebalance_op {
-    // Boost 1.81's any_completion_handler move assignment recurses: constructed in place.
     rebalance_op(rebalance_report r, std::size_t n, pool_impl::rebalance_handler h)
         : report(std::move(r)), remaining(n), handler(std::move(h)) {}
     std::mutex mutex;
@@ -519,8 +516,7 @@ void pool_impl::stop(pool_stop_mode mode) {
                     ++it;
                     continue;
                 }
-                placing.emplace_back(std::move(*state.placing));
-                state.placing.reset();
+                placing.push_back(std::exchange(state.placing, nullptr));
                 --shards_[state.shard].connections;
                 it = connections_.erase(it);
             }

@@ -21,8 +21,6 @@
 #include "rdmacm/detail/qp_ops.hpp"
 #include "verbs/work_request_table.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
-
 #include <infiniband/verbs.h>
 
 #include <atomic>

@@ -73,12 +73,9 @@ void receive_pool_impl::arrived(arrival a) {
         a.slot = no_slot;
     }
     arrived_.push_back(a);
-    if (waiting_.empty()) return;
-    auto h = std::move(waiting_.front().h);
-    const auto id = waiting_.front().id;
-    waiting_.pop_front();
-    qp_->waiting_beside(-1); // (its post, below, holds the context's work from here)
-    woken_ = id;
+    if (!waiting_) return;
+    woken_ = waiting_->id;
+    auto h = take_waiting(); // (its post, below, holds the context's work from here)
     woken_cancelled_ = false;
     lock.unlock();
     wake(std::move(h));
@@ -95,7 +92,7 @@ void receive_pool_impl::receive(handler h) {
             if (auto self = weak.lock()) self->cancel(id);
         });
     std::unique_lock lock(mutex_);
-    if (closed_ || !waiting_.empty() || woken_) {
+    if (closed_ || waiting_ || woken_) {
         const error_code ec = closed_ ? errc::not_open : errc::operation_in_progress;
         lock.unlock();
         auto to = qp_->enter_executor();
@@ -103,7 +100,7 @@ void receive_pool_impl::receive(handler h) {
         return;
     }
     if (arrived_.empty() && !broken_) {
-        waiting_.push_back({std::move(h), id});
+        waiting_.emplace(waiter{std::move(h), id});
         qp_->waiting_beside(+1); // the context runs while it waits, wherever the queue pair moves
         return;
     }
@@ -119,10 +116,8 @@ void receive_pool_impl::cancel(std::uint64_t id) noexcept {
         woken_cancelled_ = true; // its handler, about to run, finds out
         return;
     }
-    if (waiting_.empty() || waiting_.front().id != id) return; // completed already
-    auto h = std::move(waiting_.front().h);
-    waiting_.pop_front();
-    qp_->waiting_beside(-1);
+    if (!waiting_ || waiting_->id != id) return; // completed already
+    auto h = take_waiting();
     lock.unlock();
     abort(std::move(h));
 }
@@ -131,19 +126,23 @@ void receive_pool_impl::close() noexcept {
     std::unique_lock lock(mutex_);
     closed_ = true;
     arrived_.clear(); // their buffers are not posted again (a woken operation is aborted)
-    if (waiting_.empty()) return;
-    auto h = std::move(waiting_.front().h);
-    waiting_.pop_front();
-    qp_->waiting_beside(-1);
+    if (!waiting_) return;
+    auto h = take_waiting();
     lock.unlock();
     abort(std::move(h));
 }
 
 void receive_pool_impl::context_gone() noexcept {
-    std::list<waiter> gone; // destroyed outside the lock: a frame it holds may close the pool
+    handler gone; // destroyed outside the lock: a frame it holds may close the pool
     std::lock_guard lock(mutex_);
-    gone.swap(waiting_);
-    if (!gone.empty()) qp_->waiting_beside(-static_cast<int>(gone.size()));
+    if (waiting_) gone = take_waiting();
+}
+
+receive_pool_impl::handler receive_pool_impl::take_waiting() noexcept {
+    auto h = std::move(waiting_->h);
+    waiting_.reset();
+    qp_->waiting_beside(-1);
+    return h;
 }
 
 // Never inside the initiating call: queued on the queue pair's executor, from there on the

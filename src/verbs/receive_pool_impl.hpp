@@ -18,12 +18,9 @@
 #include "rdmacm/error.hpp"
 #include "rdmacm/memory_region.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
-
 #include <cstdint>
 #include <deque>
 #include <limits>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -85,6 +82,8 @@ private:
     void wake(handler h);
     void deliver(handler h);
     void abort(handler h);
+    // The waiting operation's handler, taken out (it no longer waits). Under the lock.
+    handler take_waiting() noexcept;
 
     // The buffers and their registration, shared with the queue pair: the device may write
     // into them until the queue pair is destroyed, and the registration must go then,
@@ -98,7 +97,7 @@ private:
     std::shared_ptr<memory> memory_;
     std::mutex mutex_;
     std::deque<arrival> arrived_;
-    std::list<waiter> waiting_; // at most one (a list: Boost 1.81's handler move-assignment recurses)
+    std::optional<waiter> waiting_;
     std::uint64_t next_wait_ = 0;
     // The operation woken (its handler queued) and not yet run, and whether a cancellation
     // reached it meanwhile.

@@ -32,7 +32,7 @@ public:
         }
         auto& s = slots_[index];
         s.serial = next_serial_++;
-        s.handler.emplace(std::move(h)); // (emplaced: Boost 1.81's handler move-assignment recurses)
+        s.handler = std::move(h);
         s.on_device = on_device;
         unposted_ += on_device ? 0 : 1;
         ++size_;

@@ -3,7 +3,8 @@
 // universal completion-token model, outstanding work tracked until the handler has run (see
 // work_of_followers), and the handler type-erased for the compiled core, keeping its
 // associated executor, allocator and cancellation slot.
-#include <boost/asio/any_completion_handler.hpp>
+#include "rdmacm/detail/completion_handler.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/associator.hpp>
@@ -27,11 +28,6 @@ struct tracked_handler {
         work.reset(); // after the handler returned (one that threw: with this object)
     }
 };
-
-template <typename T>
-inline constexpr bool is_any_completion_handler = false;
-template <typename... Signatures>
-inline constexpr bool is_any_completion_handler<boost::asio::any_completion_handler<Signatures...>> = true;
 
 // Whether a handler has an executor of its own (else it runs on its I/O object's).
 struct no_executor {};
@@ -68,10 +64,10 @@ public:
     template <typename Handler, typename Start>
     void operator()(Handler handler, Start start) const {
         if constexpr (Followers == work_of_followers::by_object && !has_own_executor<Handler>) {
-            start(boost::asio::any_completion_handler<Signature>(std::move(handler)));
+            start(completion_handler<Signature>(std::move(handler)));
         } else if constexpr (Followers == work_of_followers::at_start && !has_own_executor<Handler>) {
             // On the I/O object's executor, its work tracked from it as it is (not a copy).
-            start(boost::asio::any_completion_handler<Signature>(tracked_handler<Handler, executor_type>{
+            start(completion_handler<Signature>(tracked_handler<Handler, executor_type>{
                 std::move(handler), boost::asio::make_work_guard(executor_of_)}));
         } else {
             // by_object: its own executor, asked without reading the object's — unless the
@@ -81,8 +77,7 @@ public:
             auto hex = boost::asio::get_associated_executor(handler, own_known ? executor_type()
                                                                                : executor_type(get_executor()));
             using tracked = tracked_handler<Handler, decltype(hex)>;
-            start(boost::asio::any_completion_handler<Signature>(
-                tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
+            start(completion_handler<Signature>(tracked{std::move(handler), boost::asio::make_work_guard(hex)}));
         }
     }
 

@@ -1,11 +1,11 @@
 #pragma once
 // What the public headers do with an id's shared state (id_impl, compiled in src/): its
 // mutex, queues and migration machinery stay out of what users include.
+#include "rdmacm/detail/completion_handler.hpp"
 #include "rdmacm/detail/id_machine.hpp"
 #include "rdmacm/detail/op_call.hpp"
 #include "rdmacm/event.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 
 #include <memory>
@@ -21,9 +21,9 @@ class id_impl;
 class channel_impl;
 
 namespace id_ops {
-using void_handler = boost::asio::any_completion_handler<void(error_code)>;
-using event_handler = boost::asio::any_completion_handler<void(error_code, cm_event)>;
-using request_handler = boost::asio::any_completion_handler<void(error_code, connection_request)>;
+using void_handler = completion_handler<void(error_code)>;
+using event_handler = completion_handler<void(error_code, cm_event)>;
+using request_handler = completion_handler<void(error_code, connection_request)>;
 using any_handler = std::variant<std::monostate, void_handler, event_handler, request_handler>;
 
 // A copy: a migration changes it.

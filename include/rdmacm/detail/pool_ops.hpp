@@ -1,12 +1,12 @@
 #pragma once
 // What the public headers do with a shard pool's core (pool_impl, compiled in src/): its
 // shards, threads, registry and lock stay out of what users include.
+#include "rdmacm/detail/completion_handler.hpp"
 #include "rdmacm/placement.hpp"
 #include "rdmacm/pool_stop_mode.hpp"
 #include "rdmacm/pooled_connection.hpp"
 #include "rdmacm/rebalance.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -30,9 +30,9 @@ class pool_impl;
 struct pooled_state;
 
 namespace pool_ops {
-using void_handler = boost::asio::any_completion_handler<void(error_code)>;
-using place_handler = boost::asio::any_completion_handler<void(error_code, pooled_connection)>;
-using rebalance_handler = boost::asio::any_completion_handler<void(error_code, rebalance_report)>;
+using void_handler = completion_handler<void(error_code)>;
+using place_handler = completion_handler<void(error_code, pooled_connection)>;
+using rebalance_handler = completion_handler<void(error_code, rebalance_report)>;
 using serve_function = std::function<boost::asio::awaitable<void>(pooled_connection)>;
 using exception_handler = std::function<void(std::size_t shard, std::exception_ptr)>;
 

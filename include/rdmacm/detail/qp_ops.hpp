@@ -1,9 +1,9 @@
 #pragma once
 // What the public headers do with a queue pair's shared state (qp_impl, compiled in
 // src/): its completion queue, reader and locks stay out of what users include.
+#include "rdmacm/detail/completion_handler.hpp"
 #include "rdmacm/error.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 
 #include <infiniband/verbs.h>
@@ -46,7 +46,7 @@ struct gathered_buffers {
 };
 
 namespace qp_ops {
-using handler = boost::asio::any_completion_handler<void(error_code, std::size_t)>;
+using handler = completion_handler<void(error_code, std::size_t)>;
 
 // Creates the completion queue (on its context's shared channel), and the queue pair on `id`; throws
 // system_error naming the failed call.

@@ -1,9 +1,9 @@
 #pragma once
 // What the public headers do with a receive pool's shared state (receive_pool_impl,
 // compiled in src/): its buffers, queues and lock stay out of what users include.
+#include "rdmacm/detail/completion_handler.hpp"
 #include "rdmacm/error.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 
 #include <cstddef>
@@ -22,7 +22,7 @@ class qp_impl;
 class receive_pool_impl;
 
 namespace receive_pool_ops {
-using handler = boost::asio::any_completion_handler<void(error_code, received_message)>;
+using handler = completion_handler<void(error_code, received_message)>;
 
 // Whether a pool can have `depth` buffers of `message_size` bytes (each 1 .. 2^32 − 2:
 // slots and sizes are 32-bit in work requests and completions).
