@@ -12,10 +12,10 @@
 // other half, the user destroying the old context at any point (its run() stopped): its
 // shutdown begins (no call into it starts), waits for the calls into it, lets go of its
 // members, tells each id (context_gone), then destroys what is queued on it. The new context is held by the handlers'
-// work (tracked there by async_start), the target's reader by the moving ids, which own its channel. Each actor's next
-// step is one choice; the explorer runs the model once per sequence of choices, depth first (a stateless search: each
-// run replays its prefix from a fresh model, as loom does), and after every step and at the end of every run checks
-// what a user relies on:
+// work (tracked there by the initiation), the target's reader by the moving ids, which own its channel. Each actor's
+// next step is one choice; the explorer runs the model once per sequence of choices, depth first (a stateless search:
+// each run replays its prefix from a fresh model, as loom does), and after every step and at the end of every run
+// checks what a user relies on:
 //   - nothing is posted to a context that returned from run() (a move's step lost: F4) or
 //     whose shutdown let go of its members (a call into it may post while the shutdown
 //     waits for it: what it posts goes with the context's queue);
@@ -80,7 +80,7 @@ public:
     model(rules r, config c) : rules_(r), config_(c) {
         work_[old_ctx] = 1;       // the old channel's reader, while the channel has owners
         work_[target_reader] = 1; // the target's reader: the moving ids own the channel
-        // The handlers' work, tracked by async_start on the new executor. Without a hop, the
+        // The handlers' work, tracked by the initiation on the new executor. Without a hop, the
         // worst case: handlers with executors of their own, so nothing of theirs holds the
         // old context (which is then the new one too).
         work_[new_ctx] = config_.hop ? 1 : 0;

@@ -243,11 +243,7 @@ public:
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_enter_synchronous_mode(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return detail::async_start<void(error_code)>(detail::id_handle::get_executor(), std::forward<Token>(token),
-                                                     [this_ex = this->executor_, impl = this->impl_](auto handler) {
-                                                         detail::id_ops::migrate_to_synchronous(impl, this_ex,
-                                                                                                std::move(handler));
-                                                     });
+        return this->start_migrate(boost::asio::any_io_executor(), std::forward<Token>(token));
     }
 
 private:

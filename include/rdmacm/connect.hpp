@@ -75,7 +75,7 @@ struct attach_queue_pair {
         if (raw_qp_too) return RDMACM_CALL_ERRNO("connect_options::qp", EINVAL);
         // Beyond the queue's receives, the pool would fail its own posts later, unseen.
         const auto& receives = data_path.receives;
-        if (!receive_pool_ops::valid_sizes(receives.depth, receives.message_size) ||
+        if (!receive_pool_base::valid_sizes(receives.depth, receives.message_size) ||
             receives.depth > data_path.qp.max_recv_wr)
             return RDMACM_CALL_ERRNO("receive_pool", EINVAL);
         try {

@@ -2,7 +2,7 @@
 /// @file
 /// `rdmacm::event_channel`: an `rdma_event_channel` driven by Asio.
 #include "rdmacm/detail/access.hpp"
-#include "rdmacm/detail/channel_ops.hpp"
+#include "rdmacm/detail/event_channel_base.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/execution_context.hpp>
@@ -49,10 +49,9 @@ Executor executor_as(const boost::asio::any_io_executor& ex) {
 /// `Executor`: as for every I/O object of the library, constructible from
 /// `any_io_executor` (e.g. `any_io_executor`, the default, or what `as_default_on` makes).
 template <typename Executor = boost::asio::any_io_executor>
-class basic_event_channel {
+class basic_event_channel : public detail::event_channel_base {
 public:
     using executor_type = Executor;
-    using native_handle_type = rdma_event_channel*;
     /// The same channel type on another executor type (e.g. for `as_default_on`).
     template <typename Executor1>
     struct rebind_executor {
@@ -62,51 +61,35 @@ public:
     /// Creates the channel; throws `boost::system::system_error` naming the failed call
     /// (e.g. "rdma_create_event_channel": no RDMA CM in this kernel).
     explicit basic_event_channel(const executor_type& ex)
-        : executor_(ex), impl_(detail::channel_ops::create(boost::asio::any_io_executor(ex))) {}
+        : event_channel_base(boost::asio::any_io_executor(ex)), executor_(ex) {}
     template <typename ExecutionContext,
               typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
     explicit basic_event_channel(ExecutionContext& ctx) : basic_event_channel(executor_type(ctx.get_executor())) {}
 
     // A moved-from channel keeps its executor, as Asio's I/O objects do.
     basic_event_channel(basic_event_channel&& other) noexcept
-        : executor_(other.executor_), // NOLINT(performance-move-constructor-init): kept, see above
-          impl_(std::move(other.impl_)) {}
+        // NOLINTNEXTLINE(bugprone-use-after-move): the base part only was moved
+        : event_channel_base(std::move(other)), executor_(other.executor_) {}
     /// Takes over a channel of another executor type.
     template <typename Executor1, typename = std::enable_if_t<std::is_constructible_v<Executor, const Executor1&> &&
                                                               !std::is_same_v<Executor, Executor1>>>
     basic_event_channel(basic_event_channel<Executor1>&& other) noexcept // NOLINT(google-explicit-constructor)
-        : executor_(other.get_executor()), impl_(detail::access::release_impl(other)) {}
+        : event_channel_base(std::move(other)), executor_(other.get_executor()) {} // NOLINT(bugprone-use-after-move)
     basic_event_channel& operator=(basic_event_channel&& other) noexcept {
         if (this != &other) {
-            release();
-            executor_ = other.executor_;
-            impl_ = std::move(other.impl_);
+            event_channel_base::operator=(std::move(other));
+            executor_ = other.executor_; // NOLINT(bugprone-use-after-move): the base part only was moved
         }
         return *this;
     }
-    basic_event_channel(const basic_event_channel&) = delete;
-    basic_event_channel& operator=(const basic_event_channel&) = delete;
-    ~basic_event_channel() { release(); }
+    ~basic_event_channel() = default;
 
     /// The executor the channel's reader and, by default, its ids run on.
     const executor_type& get_executor() const noexcept { return executor_; }
-    /// The librdmacm channel (still owned by this object).
-    native_handle_type native_handle() const noexcept { return impl_ ? detail::channel_ops::native(*impl_) : nullptr; }
-    bool is_open() const noexcept { return impl_ != nullptr; }
-    /// Lets go of the channel: this object is closed (ids can no longer be made on it:
-    /// errc::channel_closed), and the channel itself ends once its last id is gone, its
-    /// reader then leaving the execution context. Idempotent; also done by the destructor.
-    void close() noexcept { release(); }
-    /// Number of CM events read so far.
-    std::uint64_t events_read() const noexcept { return impl_ ? detail::channel_ops::events_read(*impl_) : 0; }
 
 private:
     friend struct detail::access;
-    void release() noexcept {
-        if (impl_) detail::channel_ops::release(*std::exchange(impl_, nullptr));
-    }
     executor_type executor_;
-    std::shared_ptr<detail::channel_impl> impl_;
 };
 
 /// The event channel on any executor (`any_io_executor`).

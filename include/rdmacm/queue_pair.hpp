@@ -4,14 +4,12 @@
 /// Asio asynchronous operations, completions read through the context's completion channel or
 /// polled by the context's thread (`queue_pair_options::poll_for`).
 #include "rdmacm/cm_id.hpp"
-#include "rdmacm/detail/qp_ops.hpp"
+#include "rdmacm/detail/queue_pair_base.hpp"
 #include "rdmacm/memory_region.hpp"
 #include "rdmacm/registered_buffer.hpp"
 
 #include <boost/asio/async_result.hpp>
 
-#include <algorithm>
-#include <array>
 #include <chrono>
 #include <span>
 #include <type_traits>
@@ -99,10 +97,9 @@ struct queue_pair_options {
 ///
 /// `Executor`: constructible from `any_io_executor` (see `basic_event_channel`).
 template <typename Executor = boost::asio::any_io_executor>
-class basic_queue_pair {
+class basic_queue_pair : public detail::queue_pair_base {
 public:
     using executor_type = Executor;
-    using native_handle_type = ibv_qp*;
     /// The same queue pair type on another executor type (e.g. for `as_default_on`).
     template <typename Executor1>
     struct rebind_executor {
@@ -114,46 +111,20 @@ public:
     /// closed), or errc::no_device (the id has no device yet: resolve its address first).
     template <typename IdExecutor>
     explicit basic_queue_pair(basic_cm_id<IdExecutor>& id, const queue_pair_options& options = {})
-        : executor_(boost::asio::any_io_executor(id.get_executor())),
-          impl_(detail::qp_ops::create(detail::access::impl(id), options)) {}
+        : queue_pair_base(boost::asio::any_io_executor(id.get_executor()), detail::access::impl(id), options) {}
     /// A queue pair that is not open (its operations fail with errc::not_open), on `ex`.
-    explicit basic_queue_pair(const executor_type& ex) : executor_(ex) {}
+    explicit basic_queue_pair(const executor_type& ex) : queue_pair_base(boost::asio::any_io_executor(ex)) {}
     /// The moved-from queue pair is not open, on the same executor.
-    basic_queue_pair(basic_queue_pair&& other) noexcept : executor_(other.executor_), impl_(std::move(other.impl_)) {}
+    basic_queue_pair(basic_queue_pair&& other) noexcept = default;
     /// Takes over a queue pair of another executor type.
     template <typename Executor1, typename = std::enable_if_t<!std::is_same_v<Executor, Executor1>>>
     basic_queue_pair(basic_queue_pair<Executor1>&& other) noexcept // NOLINT(google-explicit-constructor)
-        : executor_(other.executor_), impl_(std::move(other.impl_)) {}
-    basic_queue_pair& operator=(basic_queue_pair&& other) noexcept {
-        if (this != &other) {
-            close();
-            executor_ = other.executor_;
-            impl_ = std::move(other.impl_);
-        }
-        return *this;
-    }
-    ~basic_queue_pair() { close(); }
+        : queue_pair_base(std::move(other)) {}
+    basic_queue_pair& operator=(basic_queue_pair&& other) noexcept = default;
+    ~basic_queue_pair() = default;
 
     /// The id's executor (it follows the id's migrations).
-    executor_type get_executor() const { return detail::executor_as<Executor>(current_executor(impl_, executor_)); }
-    /// Null once the queue pair is closed, also by its id's close: the queue pair then goes
-    /// with the id, on the library's destroyer thread.
-    native_handle_type native_handle() const noexcept { return impl_ ? detail::qp_ops::native(*impl_) : nullptr; }
-    /// The protection domain to register memory with; null once the queue pair is closed
-    /// (as native_handle()): a memory_region or receive_pool made on it then fails.
-    ibv_pd* pd() const noexcept {
-        auto* qp = native_handle();
-        return qp ? qp->pd : nullptr;
-    }
-    bool is_open() const noexcept { return impl_ != nullptr; }
-    /// Completes every outstanding operation with operation_aborted, each once the device
-    /// has let go of its buffers: the queue pair goes to the error state and the handlers
-    /// complete from the device's flush (for a device that never flushes some, siw after
-    /// its connection went: 100 ms later). Later ones get errc::not_open. The queue pair
-    /// itself goes with the id.
-    void close() noexcept {
-        if (auto impl = std::move(impl_)) detail::qp_ops::close(*impl);
-    }
+    executor_type get_executor() const { return detail::executor_as<Executor>(current_executor()); }
 
     /// Sends one message gathered from `buffers`: a `const_registered_buffer` (see
     /// `rdmacm::buffer(mr, part)`) or a range of them.
@@ -175,8 +146,8 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_send(const ConstRegisteredBuffers& buffers,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return start<const_registered_buffer>(detail::work_request::kind::send, buffers, {},
-                                              std::forward<Token>(token));
+        return start_post<const_registered_buffer>(detail::work_request::kind::send, buffers, {},
+                                                   std::forward<Token>(token));
     }
     /// Sends `data`, which lies inside `mr`: `async_send(buffer(mr, data), token)`.
     /// @par Completion Signature
@@ -207,8 +178,8 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_receive(const MutableRegisteredBuffers& buffers,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return start<mutable_registered_buffer>(detail::work_request::kind::receive, buffers, {},
-                                                std::forward<Token>(token));
+        return start_post<mutable_registered_buffer>(detail::work_request::kind::receive, buffers, {},
+                                                     std::forward<Token>(token));
     }
     /// Receives one message into `buffer`, which lies inside `mr`.
     /// @par Completion Signature
@@ -237,8 +208,8 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_rdma_write(const ConstRegisteredBuffers& buffers, const remote_buffer& remote,
                           Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return start<const_registered_buffer>(detail::work_request::kind::write, buffers, remote,
-                                              std::forward<Token>(token));
+        return start_post<const_registered_buffer>(detail::work_request::kind::write, buffers, remote,
+                                                   std::forward<Token>(token));
     }
     /// Writes `data`, which lies inside `mr`, into the peer's `remote` buffer.
     /// @par Completion Signature
@@ -262,8 +233,8 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_rdma_read(const MutableRegisteredBuffers& buffers, const remote_buffer& remote,
                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return start<mutable_registered_buffer>(detail::work_request::kind::read, buffers, remote,
-                                                std::forward<Token>(token));
+        return start_post<mutable_registered_buffer>(detail::work_request::kind::read, buffers, remote,
+                                                     std::forward<Token>(token));
     }
     /// Reads the peer's `remote` buffer into `buffer`, which lies inside `mr`.
     /// @par Completion Signature
@@ -278,41 +249,7 @@ public:
     }
 
 private:
-    // The id's executor as it is now (it moves), or `fallback` when the queue pair is not open.
-    static boost::asio::any_io_executor current_executor(const std::shared_ptr<detail::qp_impl>& impl,
-                                                         const boost::asio::any_io_executor& fallback) {
-        return impl ? detail::qp_ops::executor(*impl) : fallback;
-    }
-    // Posts the buffers as one work request, its scatter/gather list built on the stack in
-    // the same pass that checks them (a refusal completes like any operation, never inline).
-    template <typename Buffer, typename Buffers, typename Token>
-    auto start(detail::work_request::kind what, const Buffers& buffers, const remote_buffer& remote, Token&& token) {
-        auto impl = impl_; // (read once: a close() may take it away meanwhile)
-        return detail::async_start<void(error_code, std::size_t), detail::work_of_followers::by_object>(
-            [ex = executor_, impl] { return current_executor(impl, ex); }, std::forward<Token>(token),
-            [ex = executor_, impl, what, buffers, remote](auto handler) {
-                std::array<ibv_sge, detail::max_buffers_per_operation> sges;
-                detail::gathered_buffers found{.remote_length = remote.length};
-                detail::for_each_buffer<Buffer>(buffers, [&](const Buffer& b) {
-                    if (found.count < sges.size())
-                        sges[found.count] = {reinterpret_cast<std::uintptr_t>(b.data()),
-                                             static_cast<std::uint32_t>(b.size()), b.lkey()};
-                    ++found.count; // (beyond the array: refused, never posted)
-                    found.bytes += b.size();
-                    found.registered = found.registered && b.registered();
-                });
-                const auto n = std::min(found.count, sges.size());
-                detail::qp_ops::post(impl, ex, {what, std::span(sges).first(n), remote.address, remote.rkey}, found,
-                                     std::move(handler));
-            });
-    }
-
-    template <typename>
-    friend class basic_queue_pair;
     friend struct detail::access;
-
-    boost::asio::any_io_executor executor_;
-    std::shared_ptr<detail::qp_impl> impl_;
 };
 
 /// The queue pair on any executor (`any_io_executor`).

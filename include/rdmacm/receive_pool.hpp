@@ -3,8 +3,8 @@
 /// `rdmacm::basic_receive_pool`: receives kept posted on a queue pair, messages taken in
 /// order — a receive that can time out without losing what comes later.
 #include "rdmacm/detail/access.hpp"
-#include "rdmacm/detail/async_start.hpp"
-#include "rdmacm/detail/receive_pool_ops.hpp"
+#include "rdmacm/detail/initiation.hpp"
+#include "rdmacm/detail/receive_pool_base.hpp"
 #include "rdmacm/queue_pair.hpp"
 
 #include <boost/asio/async_result.hpp>
@@ -51,9 +51,7 @@ private:
                      std::span<const std::byte> data) noexcept
         : pool_(std::move(pool)), data_(data), slot_(slot) {}
 
-    void give_back() noexcept {
-        if (auto pool = std::move(pool_)) detail::receive_pool_ops::give_back(*pool, slot_);
-    }
+    void give_back() noexcept; // its buffer, back for another receive
     std::shared_ptr<detail::receive_pool_impl> pool_;
     std::span<const std::byte> data_;
     std::uint32_t slot_ = 0;
@@ -89,7 +87,7 @@ struct receive_pool_options {
 ///
 /// `Executor`: constructible from `any_io_executor` (see `basic_event_channel`).
 template <typename Executor = boost::asio::any_io_executor>
-class basic_receive_pool {
+class basic_receive_pool : public detail::receive_pool_base {
 public:
     using executor_type = Executor;
     /// The same pool type on another executor type (e.g. for `as_default_on`).
@@ -102,41 +100,16 @@ public:
     /// std::invalid_argument for a depth or message size of 0 or beyond 2^32 − 1.
     template <typename QueuePairExecutor>
     basic_receive_pool(basic_queue_pair<QueuePairExecutor>& qp, std::size_t depth, std::size_t message_size)
-        : executor_(qp.get_executor()),
-          impl_(detail::receive_pool_ops::create(detail::access::impl(qp), depth, message_size)) {}
-    /// A pool that is not open (its operations fail with errc::not_open), on `ex`.
-    explicit basic_receive_pool(const executor_type& ex) : executor_(ex) {}
-    /// The moved-from pool is not open, on the same executor.
-    basic_receive_pool(basic_receive_pool&& other) noexcept
-        : executor_(other.executor_), impl_(std::move(other.impl_)) {}
-    basic_receive_pool& operator=(basic_receive_pool&& other) noexcept {
-        if (this != &other) {
-            close();
-            executor_ = other.executor_;
-            impl_ = std::move(other.impl_);
-        }
-        return *this;
-    }
-    ~basic_receive_pool() { close(); }
+        : receive_pool_base(boost::asio::any_io_executor(qp.get_executor()), detail::access::impl(qp), depth,
+                            message_size) {}
+    /// A pool that is not open (its receive fails with errc::not_open), on `ex`.
+    explicit basic_receive_pool(const executor_type& ex) : receive_pool_base(boost::asio::any_io_executor(ex)) {}
+    basic_receive_pool(basic_receive_pool&& other) noexcept = default;
+    basic_receive_pool& operator=(basic_receive_pool&& other) noexcept = default;
+    ~basic_receive_pool() = default;
 
     /// The queue pair's executor (it follows the id's migrations).
-    executor_type get_executor() const {
-        return detail::executor_as<Executor>(impl_ ? detail::receive_pool_ops::executor(*impl_) : executor_);
-    }
-    /// The memory the messages are in: a message's `data()` can be sent from it as it is.
-    /// Throws system_error (errc::not_open) on a pool that is not open.
-    const memory_region& region() const {
-        if (!impl_) throw boost::system::system_error(errc::not_open, "receive_pool::region");
-        return detail::receive_pool_ops::region(*impl_);
-    }
-    /// 0 when not open.
-    std::size_t message_size() const noexcept { return impl_ ? detail::receive_pool_ops::message_size(*impl_) : 0; }
-    bool is_open() const noexcept { return impl_ != nullptr; }
-
-    /// Ends a waiting operation (operation_aborted); later ones get errc::not_open.
-    void close() noexcept {
-        if (auto impl = std::move(impl_)) detail::receive_pool_ops::close(*impl);
-    }
+    executor_type get_executor() const { return detail::executor_as<Executor>(current_executor()); }
 
     /// Takes the next message, in the order they arrived; waits for one if none is there.
     ///
@@ -158,19 +131,11 @@ public:
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, received_message))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_receive(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        // Its work follows the queue pair (by_object): a wait keeps it on the context the
-        // queue pair is on, which a move changes.
-        auto impl = impl_; // (read once)
-        auto executor_of = [impl, ex = executor_] { return impl ? detail::receive_pool_ops::executor(*impl) : ex; };
-        return detail::async_start<void(error_code, received_message), detail::work_of_followers::by_object>(
-            executor_of, std::forward<Token>(token), [impl, executor_of](auto handler) {
-                detail::receive_pool_ops::receive(impl, executor_of(), std::move(handler));
-            });
+        return start_receive(std::forward<Token>(token));
     }
 
 private:
-    boost::asio::any_io_executor executor_; // the queue pair's when the pool was made
-    std::shared_ptr<detail::receive_pool_impl> impl_;
+    friend struct detail::access;
 };
 
 /// The receive pool on any executor (`any_io_executor`).

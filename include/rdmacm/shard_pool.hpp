@@ -2,8 +2,7 @@
 /// @file
 /// `rdmacm::basic_shard_pool`, `rdmacm::shard_pool`: a server sharded over several
 /// io_contexts, with live rebalancing.
-#include "rdmacm/detail/async_start.hpp"
-#include "rdmacm/detail/pool_ops.hpp"
+#include "rdmacm/detail/shard_pool_base.hpp"
 #include "rdmacm/listener.hpp"
 #include "rdmacm/placement.hpp"
 #include "rdmacm/pool_stop_mode.hpp"
@@ -43,7 +42,7 @@ namespace rdmacm {
 /// library. `use_awaitable_t<>::as_default_on_t<shard_pool> pool(n)` makes a pool whose
 /// operations `co_await` without a token.
 template <typename Executor = boost::asio::any_io_executor>
-class basic_shard_pool {
+class basic_shard_pool : public detail::shard_pool_base {
 public:
     using executor_type = Executor;
     /// The same pool type on another executor type (e.g. for `as_default_on_t`).
@@ -51,40 +50,18 @@ public:
     struct rebind_executor {
         using other = basic_shard_pool<Executor1>;
     };
-    /// How `stop` ends the connections (one type for every `Executor`).
-    using stop_mode = pool_stop_mode;
-
-    /// What becomes of an exception that escapes a handler run by a shard, or a coroutine
-    /// started by `async_serve`: called with it on that shard's thread (`shard`: its index);
-    /// the shard goes on serving the others. Must not throw.
-    using exception_handler = std::function<void(std::size_t shard, std::exception_ptr)>;
-
     /// Starts `shards` threads (at least one). Throws system_error if an event channel cannot
     /// be created ("rdma_create_event_channel"), errc::no_such_shard for 0 shards.
     /// `on_exception` empty (the default): such an exception is reported on stderr — never
     /// swallowed silently.
     explicit basic_shard_pool(std::size_t shards, placement_policy placement = round_robin(),
                               exception_handler on_exception = {})
-        : impl_(detail::pool_ops::create(shards, std::move(placement), std::move(on_exception))) {}
-    basic_shard_pool(const basic_shard_pool&) = delete;
-    basic_shard_pool& operator=(const basic_shard_pool&) = delete;
+        : shard_pool_base(shards, std::move(placement), std::move(on_exception)) {}
     /// `stop(stop_mode::close)`.
-    ~basic_shard_pool() { stop(stop_mode::close); }
+    ~basic_shard_pool() = default;
 
-    std::size_t size() const noexcept { return detail::pool_ops::size(*impl_); }
     /// Shard `i`'s io_context executor (throws std::out_of_range past the end).
-    executor_type get_executor(std::size_t i) const {
-        return detail::executor_as<Executor>(detail::pool_ops::executor(*impl_, i));
-    }
-    boost::asio::io_context& context(std::size_t i) { return detail::pool_ops::context(*impl_, i); }
-    /// Connections on each shard now.
-    std::vector<std::size_t> connection_counts() const { return detail::pool_ops::connection_counts(*impl_); }
-    /// Every connection's key, shard and load now, oldest first: those being placed too
-    /// (listed on the shard they go to from the moment the placement picks it; a move of
-    /// one waits for its placement to end).
-    std::vector<connection_load> snapshot() const { return detail::pool_ops::snapshot(*impl_); }
-    /// The shard whose thread calls this; empty on any other thread.
-    std::optional<std::size_t> running_shard() const noexcept { return detail::pool_ops::running_shard(*impl_); }
+    executor_type get_executor(std::size_t i) const { return detail::executor_as<Executor>(shard_executor(i)); }
 
     /// Places a connection request (from any listener) on the shard the placement policy
     /// picks: the request's id moves to that shard's event channel, then the handler gets the
@@ -107,11 +84,8 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_place(connection_request request,
                      Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return detail::async_start<void(error_code, pooled_connection)>(
-            detail::pool_ops::executor(*impl_, 0), std::forward<Token>(token),
-            [impl = impl_, r = std::move(request)](auto handler) mutable {
-                detail::pool_ops::place(*impl, std::move(r), std::move(handler));
-            });
+        return start<initiate_place, void(error_code, pooled_connection)>(shard_executor(0), std::forward<Token>(token),
+                                                                          std::move(request));
     }
 
     /// Accepts connection requests from `l` until it is closed or the pool stops, places
@@ -145,13 +119,9 @@ public:
         constexpr bool callable = std::is_invocable_r_v<boost::asio::awaitable<void>, Serve&, pooled_connection>;
         static_assert(callable, "async_serve: `serve` must be callable as awaitable<void>(rdmacm::pooled_connection)");
         if constexpr (callable) {
-            const boost::asio::any_io_executor ex(l.get_executor());
-            return detail::async_start<void(error_code)>(
-                ex, std::forward<Token>(token),
-                [impl = impl_, source = detail::access::impl(l), ex,
-                 s = detail::pool_ops::serve_function(std::move(serve))](auto handler) mutable {
-                    detail::pool_ops::serve(*impl, source, ex, std::move(s), std::move(handler));
-                });
+            return start<initiate_serve, void(error_code)>(boost::asio::any_io_executor(l.get_executor()),
+                                                           std::forward<Token>(token), detail::access::impl(l),
+                                                           serve_function(std::move(serve)));
         }
     }
 
@@ -182,11 +152,8 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_move(const pooled_connection& c, std::size_t to,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return detail::async_start<void(error_code)>(detail::pool_ops::executor(*impl_, to < size() ? to : 0),
-                                                     std::forward<Token>(token),
-                                                     [impl = impl_, s = detail::access::state(c), to](auto handler) {
-                                                         detail::pool_ops::move(*impl, s, to, std::move(handler));
-                                                     });
+        return start<initiate_move, void(error_code)>(shard_executor(to < size() ? to : 0), std::forward<Token>(token),
+                                                      detail::access::state(c), to);
     }
     /// The same, for the connection with key `key` (`pooled_connection::key()`, `snapshot()`):
     /// errc::not_open if there is none.
@@ -198,9 +165,8 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_move(std::uint64_t key, std::size_t to,
                     Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return detail::async_start<void(error_code)>(
-            detail::pool_ops::executor(*impl_, to < size() ? to : 0), std::forward<Token>(token),
-            [impl = impl_, key, to](auto handler) { detail::pool_ops::move(*impl, key, to, std::move(handler)); });
+        return start<initiate_move, void(error_code)>(shard_executor(to < size() ? to : 0), std::forward<Token>(token),
+                                                      key, to);
     }
 
     /// Takes a snapshot, asks `plan` which connections to move, and moves them all (at once).
@@ -219,24 +185,11 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_rebalance(rebalance_plan plan,
                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return detail::async_start<void(error_code, rebalance_report)>(
-            detail::pool_ops::executor(*impl_, 0), std::forward<Token>(token),
-            [impl = impl_, p = std::move(plan)](auto handler) {
-                detail::pool_ops::rebalance(*impl, p, std::move(handler));
-            });
+        return start<initiate_rebalance, void(error_code, rebalance_report)>(
+            shard_executor(0), std::forward<Token>(token), std::move(plan));
     }
 
-    /// Stops: closes the listeners being served (their pending requests are rejected) and
-    /// refuses new placements and moves; completes the placements still on their way (an
-    /// `async_place` whose move has not ended) with errc::pool_stopped and closes their
-    /// connections, in either mode; then closes every connection (`close`) or lets each
-    /// end on its own (`drain`); then waits for every shard's io_context to run out of work
-    /// and joins the threads. Called on one of the pool's threads it does not wait (the
-    /// destructor does). Idempotent.
-    void stop(stop_mode mode = stop_mode::close) { detail::pool_ops::stop(*impl_, mode); }
-
-private:
-    std::shared_ptr<detail::pool_impl> impl_;
+    // (stop, size, context, connection_counts, snapshot, running_shard: shard_pool_base's.)
 };
 
 /// The shard pool whose shards' executors are `any_io_executor`s.

@@ -123,11 +123,4 @@ bool channel_impl::has_queued_event(const rdma_event_channel* channel) noexcept 
     return ::poll(&p, 1, 0) > 0;
 }
 
-namespace channel_ops {
-std::shared_ptr<channel_impl> create(const boost::asio::any_io_executor& ex) { return channel_impl::create(ex); }
-rdma_event_channel* native(const channel_impl& channel) noexcept { return channel.native(); }
-std::uint64_t events_read(const channel_impl& channel) noexcept { return channel.events_read(); }
-void release(channel_impl& channel) noexcept { channel.remove_owner(); }
-} // namespace channel_ops
-
 } // namespace rdmacm::detail

@@ -1,9 +1,9 @@
 #pragma once
 // The handlers of an id's outstanding operations: one slot per op_kind, each of the one
-// handler type its kind completes with. (An array of id_ops::any_handler, a variant each,
+// handler type its kind completes with. (An array of id_handle::any_handler, a variant each,
 // costs every id 48 bytes more, most of its life holding nothing.)
 #include "rdmacm/detail/id_machine.hpp"
-#include "rdmacm/detail/id_ops.hpp"
+#include "rdmacm/detail/id_handle.hpp"
 
 #include <utility>
 #include <variant>
@@ -26,7 +26,7 @@ class handler_slots {
     }
 
 public:
-    using any_handler = id_ops::any_handler;
+    using any_handler = id_handle::any_handler;
 
     bool holds(op_kind k) const noexcept {
         return visit(*this, k, [](auto& slot) { return slot != nullptr; });
@@ -48,9 +48,9 @@ public:
     }
 
 private:
-    id_ops::void_handler resolve_address_, resolve_route_, disconnect_;
-    id_ops::event_handler establish_, next_event_;
-    id_ops::request_handler request_;
+    id_handle::void_handler resolve_address_, resolve_route_, disconnect_;
+    id_handle::event_handler establish_, next_event_;
+    id_handle::request_handler request_;
 };
 
 } // namespace rdmacm::detail

@@ -19,7 +19,7 @@
 #include "cm/id_life.hpp"
 #include "common/passkey.hpp"
 #include "rdmacm/detail/id_machine.hpp"
-#include "rdmacm/detail/id_ops.hpp"
+#include "rdmacm/detail/id_handle.hpp"
 #include "rdmacm/detail/op_call.hpp"
 #include "rdmacm/event.hpp"
 
@@ -42,10 +42,10 @@ namespace rdmacm::detail {
 class id_impl final : public std::enable_shared_from_this<id_impl>, public context_user {
 public:
     using executor_type = boost::asio::any_io_executor;
-    using void_handler = id_ops::void_handler;
-    using event_handler = id_ops::event_handler;
-    using request_handler = id_ops::request_handler;
-    using any_handler = id_ops::any_handler;
+    using void_handler = id_handle::void_handler;
+    using event_handler = id_handle::event_handler;
+    using request_handler = id_handle::request_handler;
+    using any_handler = id_handle::any_handler;
 
     // A new id on `channel`, its handlers run on `ex`; throws system_error
     // ("rdma_create_id") on failure.

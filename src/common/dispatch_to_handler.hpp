@@ -1,6 +1,6 @@
 #pragma once
 // Completing a type-erased handler from the compiled core.
-#include "rdmacm/detail/async_start.hpp"
+#include "rdmacm/detail/initiation.hpp"
 #include "rdmacm/detail/follow_executor.hpp"
 
 #include <boost/asio/any_completion_executor.hpp>

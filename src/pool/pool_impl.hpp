@@ -5,7 +5,7 @@
 #include "rdmacm/pooled_connection.hpp"
 #include "rdmacm/connection_request.hpp"
 #include "common/context_bound.hpp"
-#include "rdmacm/detail/pool_ops.hpp"
+#include "rdmacm/detail/shard_pool_base.hpp"
 #include "rdmacm/event_channel.hpp"
 #include "rdmacm/listener.hpp"
 #include "rdmacm/placement.hpp"
@@ -45,7 +45,7 @@ enum class moved_handler : std::uint8_t { posted, called };
 // A move ordered while the connection is placed or moved: made once that ends.
 struct queued_move {
     std::size_t to;
-    pool_ops::void_handler handler;
+    shard_pool_base::void_handler handler;
     moved_handler how;
 };
 
@@ -68,17 +68,17 @@ struct pooled_state {
     // A placement's handler until its move ends, or until stop() completes it (under the
     // pool's mutex): the move's next step may wait on the request's context, which a stop
     // must not wait for (it may be the thread calling stop()) — fresh review F1.
-    pool_ops::place_handler placing;
+    shard_pool_base::place_handler placing;
 };
 
 class pool_impl : public std::enable_shared_from_this<pool_impl> {
 public:
     using executor_type = boost::asio::any_io_executor;
-    using void_handler = pool_ops::void_handler;
-    using place_handler = pool_ops::place_handler;
-    using rebalance_handler = pool_ops::rebalance_handler;
-    using serve_function = pool_ops::serve_function;
-    using exception_handler = pool_ops::exception_handler;
+    using void_handler = shard_pool_base::void_handler;
+    using place_handler = shard_pool_base::place_handler;
+    using rebalance_handler = shard_pool_base::rebalance_handler;
+    using serve_function = shard_pool_base::serve_function;
+    using exception_handler = shard_pool_base::exception_handler;
 
     static std::shared_ptr<pool_impl> create(std::size_t shards, placement_policy placement,
                                              exception_handler on_exception);

@@ -32,7 +32,7 @@ using connection_strand = boost::asio::strand<follow_executor>;
 // From an initiating function: `handler(args...)` by way of a post to `fallback` (never
 // inside the call), then on the handler's own executor (dispatch_to_handler). Callers that
 // chose a shard as `fallback` hold the pool's mutex, so it cannot stop before the post has
-// made work there. `keep` holds the pool, and with it the shard on which async_start tracks work
+// made work there. `keep` holds the pool, and with it the shard on which its initiation tracks work
 // for a handler without an executor of its own, until the handler is done: after stop
 // `fallback` is the system executor, whose thread releases that work after the handler
 // ran, when the user may have destroyed the pool.
@@ -555,31 +555,33 @@ void pool_impl::join() {
     });
 }
 
-namespace pool_ops {
-std::shared_ptr<pool_impl> create(std::size_t shards, placement_policy placement, exception_handler on_exception) {
-    return pool_impl::create(shards, std::move(placement), std::move(on_exception));
+shard_pool_base::shard_pool_base(std::size_t shards, placement_policy placement, exception_handler on_exception)
+    : impl_(pool_impl::create(shards, std::move(placement), std::move(on_exception))) {}
+std::size_t shard_pool_base::size() const noexcept { return impl_->size(); }
+boost::asio::io_context& shard_pool_base::context(std::size_t i) { return impl_->context(i); }
+std::vector<std::size_t> shard_pool_base::connection_counts() const { return impl_->connection_counts(); }
+std::vector<connection_load> shard_pool_base::snapshot() const { return impl_->snapshot(); }
+std::optional<std::size_t> shard_pool_base::running_shard() const noexcept { return impl_->running_shard(); }
+void shard_pool_base::stop(stop_mode mode) { impl_->stop(mode); }
+shard_pool_base::executor_type shard_pool_base::shard_executor(std::size_t shard) const {
+    return impl_->get_executor(shard);
 }
-std::size_t size(const pool_impl& pool) noexcept { return pool.size(); }
-boost::asio::any_io_executor executor(const pool_impl& pool, std::size_t shard) { return pool.get_executor(shard); }
-boost::asio::io_context& context(pool_impl& pool, std::size_t shard) { return pool.context(shard); }
-std::vector<std::size_t> connection_counts(const pool_impl& pool) { return pool.connection_counts(); }
-std::vector<connection_load> snapshot(const pool_impl& pool) { return pool.snapshot(); }
-std::optional<std::size_t> running_shard(const pool_impl& pool) noexcept { return pool.running_shard(); }
-void place(pool_impl& pool, connection_request request, place_handler h) {
+void shard_pool_base::place(pool_impl& pool, connection_request request, place_handler h) {
     pool.place(std::move(request), std::move(h));
 }
-void serve(pool_impl& pool, const std::shared_ptr<id_impl>& source, const boost::asio::any_io_executor& ex,
-           serve_function serve, void_handler h) {
+void shard_pool_base::serve(pool_impl& pool, const std::shared_ptr<id_impl>& source, const executor_type& ex,
+                            serve_function serve, void_handler h) {
     pool.serve(source, ex, std::move(serve), std::move(h));
 }
-void move(pool_impl& pool, const std::shared_ptr<pooled_state>& connection, std::size_t to, void_handler h) {
+void shard_pool_base::move(pool_impl& pool, const std::shared_ptr<pooled_state>& connection, std::size_t to,
+                           void_handler h) {
     pool.move(connection, to, std::move(h));
 }
-void move(pool_impl& pool, std::uint64_t key, std::size_t to, void_handler h) {
+void shard_pool_base::move(pool_impl& pool, std::uint64_t key, std::size_t to, void_handler h) {
     pool.move(pool.find(key), to, std::move(h));
 }
-void rebalance(pool_impl& pool, const rebalance_plan& plan, rebalance_handler h) { pool.rebalance(plan, std::move(h)); }
-void stop(pool_impl& pool, pool_stop_mode mode) { pool.stop(mode); }
-} // namespace pool_ops
+void shard_pool_base::rebalance(pool_impl& pool, const rebalance_plan& plan, rebalance_handler h) {
+    pool.rebalance(plan, std::move(h));
+}
 
 } // namespace rdmacm::detail

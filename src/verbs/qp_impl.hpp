@@ -18,7 +18,7 @@
 #include "cm/id_impl.hpp"
 #include "common/passkey.hpp"
 #include "verbs/qp_machine.hpp"
-#include "rdmacm/detail/qp_ops.hpp"
+#include "rdmacm/detail/queue_pair_base.hpp"
 #include "verbs/work_request_table.hpp"
 
 #include <infiniband/verbs.h>
@@ -46,7 +46,7 @@ class qp_impl : public id_impl::data_path,
 
 public:
     using executor_type = boost::asio::any_io_executor;
-    using handler = qp_ops::handler;
+    using handler = queue_pair_base::handler;
 
     // Creates the completion queue, and the queue pair on `id` (through
     // rdma_create_qp), and attaches to it; throws system_error naming the failed call.

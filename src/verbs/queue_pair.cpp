@@ -719,22 +719,31 @@ void qp_impl::context_gone() noexcept {
     for (auto& u : users) u->context_gone(); // (a receive_pool's own waiting handler)
 }
 
-namespace qp_ops {
-std::shared_ptr<qp_impl> create(const std::shared_ptr<id_impl>& id, const queue_pair_options& options) {
-    return qp_impl::create(id, options);
+queue_pair_base::queue_pair_base(executor_type ex, const std::shared_ptr<id_impl>& id,
+                                 const queue_pair_options& options)
+    : io_handle(std::move(ex), qp_impl::create(id, options)) {}
+
+queue_pair_base::native_handle_type queue_pair_base::native_handle() const noexcept {
+    return impl_ ? impl_->native() : nullptr;
 }
-boost::asio::any_io_executor executor(const qp_impl& qp) { return qp.get_executor(); }
-ibv_qp* native(const qp_impl& qp) noexcept { return qp.native(); }
-void close(qp_impl& qp) noexcept { qp.close(); }
-void post(const std::shared_ptr<qp_impl>& qp, const boost::asio::any_io_executor& ex, const work_request& wr,
-          const gathered_buffers& found, handler h) {
+
+void queue_pair_base::close() noexcept {
+    if (auto impl = std::move(impl_)) impl->close();
+}
+
+queue_pair_base::executor_type queue_pair_base::current_executor(const std::shared_ptr<qp_impl>& impl,
+                                                                 const executor_type& fallback) {
+    return impl ? impl->get_executor() : fallback;
+}
+
+void queue_pair_base::post(const std::shared_ptr<qp_impl>& qp, const executor_type& fallback, const work_request& wr,
+                           const gathered_buffers& found, handler h) {
     if (const error_code refusal = qp ? qp->refusal(wr.what, found) : error_code(errc::not_open)) {
-        auto to = qp ? qp->enter_executor() : bound_executor::entry{{}, ex};
+        auto to = qp ? qp->enter_executor() : bound_executor::entry{{}, fallback};
         qp_impl::refuse(to.executor, std::move(h), refusal);
     } else
         qp->post(wr, std::move(h));
 }
-} // namespace qp_ops
 
 } // namespace detail
 

@@ -22,7 +22,7 @@ std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_
                                                              std::size_t message_size) {
     ibv_qp* native = qp ? qp->native() : nullptr; // (none once closed, also by its id's close)
     if (!native) throw boost::system::system_error(errc::not_open, "receive_pool: its queue pair");
-    if (!receive_pool_ops::valid_sizes(depth, message_size))
+    if (!receive_pool_base::valid_sizes(depth, message_size))
         throw std::invalid_argument("receive_pool: depth and message size must be in 1 .. 2^32 - 2");
     std::shared_ptr<receive_pool_impl> pool(new receive_pool_impl(std::move(qp), native->pd, depth, message_size));
     pool->qp_->on_destroyed([m = pool->memory_] { m->region.reset(); });
@@ -185,22 +185,36 @@ void receive_pool_impl::refuse(const boost::asio::any_io_executor& ex, handler h
     boost::asio::post(ex, boost::asio::append(std::move(h), ec, received_message{}));
 }
 
-namespace receive_pool_ops {
-std::shared_ptr<receive_pool_impl> create(const std::shared_ptr<qp_impl>& qp, std::size_t depth,
-                                          std::size_t message_size) {
-    return receive_pool_impl::create(qp, depth, message_size);
+receive_pool_base::receive_pool_base(executor_type ex, const std::shared_ptr<qp_impl>& qp, std::size_t depth,
+                                     std::size_t message_size)
+    : io_handle(std::move(ex), receive_pool_impl::create(qp, depth, message_size)) {}
+
+const memory_region& receive_pool_base::region() const {
+    if (!impl_) throw boost::system::system_error(errc::not_open, "receive_pool::region");
+    return impl_->region();
 }
-boost::asio::any_io_executor executor(const receive_pool_impl& pool) { return pool.executor(); }
-const memory_region& region(const receive_pool_impl& pool) noexcept { return pool.region(); }
-std::size_t message_size(const receive_pool_impl& pool) noexcept { return pool.message_size(); }
-void close(receive_pool_impl& pool) noexcept { pool.close(); }
-void receive(const std::shared_ptr<receive_pool_impl>& pool, const boost::asio::any_io_executor& ex, handler h) {
+
+std::size_t receive_pool_base::message_size() const noexcept { return impl_ ? impl_->message_size() : 0; }
+
+void receive_pool_base::close() noexcept {
+    if (auto impl = std::move(impl_)) impl->close();
+}
+
+receive_pool_base::executor_type receive_pool_base::current_executor(const std::shared_ptr<receive_pool_impl>& impl,
+                                                                     const executor_type& fallback) {
+    return impl ? impl->executor() : fallback;
+}
+
+void receive_pool_base::receive(const std::shared_ptr<receive_pool_impl>& pool, const executor_type& fallback,
+                                handler h) {
     if (pool)
         pool->receive(std::move(h));
     else
-        receive_pool_impl::refuse(ex, std::move(h), errc::not_open);
+        receive_pool_impl::refuse(fallback, std::move(h), errc::not_open);
 }
-void give_back(receive_pool_impl& pool, std::uint32_t slot) noexcept { pool.give_back(slot); }
-} // namespace receive_pool_ops
 
 } // namespace rdmacm::detail
+
+void rdmacm::received_message::give_back() noexcept {
+    if (auto pool = std::move(pool_)) pool->give_back(slot_);
+}

@@ -14,7 +14,7 @@
 // its buffer until the receive completes (flushed, at the latest, when the queue pair
 // closes). Messages handed out hold it too: they give their buffer back when destroyed.
 #include "verbs/qp_impl.hpp"
-#include "rdmacm/detail/receive_pool_ops.hpp"
+#include "rdmacm/detail/receive_pool_base.hpp"
 #include "rdmacm/error.hpp"
 #include "rdmacm/memory_region.hpp"
 
@@ -35,11 +35,11 @@ namespace rdmacm::detail {
 
 class receive_pool_impl final : public std::enable_shared_from_this<receive_pool_impl>, public context_user {
 public:
-    using handler = receive_pool_ops::handler;
+    using handler = receive_pool_base::handler;
 
     // Registers `depth` buffers of `message_size` bytes on the queue pair's protection
     // domain and posts a receive into each; throws system_error ("ibv_reg_mr"), or
-    // std::invalid_argument for sizes that are not receive_pool_ops::valid_sizes().
+    // std::invalid_argument for sizes that are not receive_pool_base::valid_sizes().
     static std::shared_ptr<receive_pool_impl> create(std::shared_ptr<qp_impl> qp, std::size_t depth,
                                                      std::size_t message_size);
 

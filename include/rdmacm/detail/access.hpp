@@ -11,11 +11,6 @@ struct access {
     static decltype(auto) impl(const T& object) noexcept {
         return (object.impl_);
     }
-    // Takes it (a converting move between executor types).
-    template <typename T>
-    static auto release_impl(T& object) noexcept {
-        return std::move(object.impl_);
-    }
     // An object made by the library from its shared state (a connection request's id, a
     // received message): constructors users do not see.
     template <typename T, typename... Args>

@@ -7,7 +7,6 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associated_executor.hpp>
 
-#include <concepts>
 #include <type_traits>
 #include <utility>
 
@@ -23,8 +22,8 @@ public:
     // Takes over an erased handler as it is (not wrapped in another).
     completion_handler(base&& h) noexcept : base(std::move(h)) {}
     // Erases any other handler.
-    template <typename H>
-    requires(!std::derived_from<std::decay_t<H>, base>) completion_handler(H&& h) : base(std::forward<H>(h)) {}
+    template <typename H, typename = std::enable_if_t<!std::is_base_of_v<base, std::decay_t<H>>>>
+    completion_handler(H&& h) : base(std::forward<H>(h)) {}
 
     completion_handler(completion_handler&&) noexcept = default;
     completion_handler& operator=(completion_handler&& other) noexcept {

@@ -105,16 +105,16 @@ public:
                                             Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_migrate(basic_event_channel<ChannelExecutor>& target,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return this->start_migrate(access::impl(target),
-                                   target.is_open() ? boost::asio::any_io_executor(target.get_executor())
-                                                    : Base::get_executor(),
-                                   std::forward<Token>(token));
+        const auto target_ex =
+            target.is_open() ? boost::asio::any_io_executor(target.get_executor()) : Base::get_executor();
+        return this->start_migrate(target_ex, std::forward<Token>(token), access::impl(target), target_ex);
     }
     template <typename ChannelExecutor, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                                             Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_migrate(basic_event_channel<ChannelExecutor>& target, const executor_type& ex,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return this->start_migrate(access::impl(target), boost::asio::any_io_executor(ex), std::forward<Token>(token));
+        const boost::asio::any_io_executor target_ex(ex);
+        return this->start_migrate(target_ex, std::forward<Token>(token), access::impl(target), target_ex);
     }
     /// Moves the id to the event channel of the execution context `ex` runs on (the one
     /// `cm_id(ctx)` uses), its handlers then on `ex`: another io_context, or a strand of
@@ -126,7 +126,8 @@ public:
               typename = std::enable_if_t<boost::asio::execution::is_executor<TargetExecutor>::value>>
     auto async_migrate(const TargetExecutor& ex,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        return this->start_migrate_to_context(boost::asio::any_io_executor(ex), std::forward<Token>(token));
+        const boost::asio::any_io_executor target_ex(ex);
+        return this->start_migrate(target_ex, std::forward<Token>(token), target_ex);
     }
 
 protected:
