@@ -2,7 +2,9 @@
 // The type-erased handler the compiled core holds: Asio's any_completion_handler with a
 // move assignment that moves. Boost 1.81's builds `any_completion_handler(other)` from the
 // lvalue `other`, which its unconstrained forwarding constructor wraps again, without end
-// (chriskohlhoff/asio#1180); its move constructor, swap and `= nullptr` are sound.
+// (chriskohlhoff/asio#1180); its move constructor, swap and `= nullptr` are sound. (Made
+// into the base again, it would be wrapped, as any handler is: moved as the base,
+// `static_cast<base&&>(h)`, it is not. Nothing in the library does either.)
 #include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associated_executor.hpp>

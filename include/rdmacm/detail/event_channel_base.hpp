@@ -1,7 +1,7 @@
 #pragma once
 // The compiled, executor-agnostic part of basic_event_channel: a move-only owner of the
 // channel's shared state (channel_impl, compiled in src/: its reader, descriptor and locks
-// stay out of what users include). Defined in src/cm/channel_impl.cpp.
+// stay out of what users include). Defined in src/cm/event_channel.cpp.
 #include <boost/asio/any_io_executor.hpp>
 
 #include <rdma/rdma_cma.h>

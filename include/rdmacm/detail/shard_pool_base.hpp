@@ -90,11 +90,12 @@ protected:
         }
     };
     // Serves the requests of the listening id `source` (null: the listener was moved from),
-    // whose executor is `ex`.
+    // whose executor is `ex`. (`serve` copied: a deferred operation may be started more than
+    // once, each time from what it stored.)
     struct initiate_serve : pool_initiation<initiate_serve, void(error_code)> {
         template <typename Handler>
-        void operator()(Handler&& h, const std::shared_ptr<id_impl>& source, serve_function&& serve) const {
-            shard_pool_base::serve(*impl, source, ex, std::move(serve), this->erase(std::forward<Handler>(h)));
+        void operator()(Handler&& h, const std::shared_ptr<id_impl>& source, const serve_function& serve) const {
+            shard_pool_base::serve(*impl, source, ex, serve, this->erase(std::forward<Handler>(h)));
         }
     };
     // Moves a connection, or the one with a key (errc::not_open if there is none).
