@@ -7,6 +7,7 @@
 // operation's documentation says. (The same with as_default_on, token-less: default_token_test.
 // listener::async_next_event is cm_id's, one template: typed_id.)
 #include "support/connection_pair.hpp"
+#include "support/counting_allocator.hpp"
 #include "support/fixture.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -63,31 +64,6 @@ struct recording_handler {
         if (initiating->here()) record->inline_call = true;
         record->ec = ec;
         ++record->calls;
-    }
-};
-
-// An allocator that counts what it hands out and gets back (on any thread).
-struct allocation_count {
-    std::atomic<std::size_t> allocations{0}, deallocations{0};
-};
-template <typename T>
-struct counting_allocator {
-    using value_type = T;
-    allocation_count* count;
-    explicit counting_allocator(allocation_count* c) noexcept : count(c) {}
-    template <typename U>
-    counting_allocator(const counting_allocator<U>& other) noexcept : count(other.count) {} // NOLINT
-    T* allocate(std::size_t n) {
-        ++count->allocations;
-        return std::allocator<T>().allocate(n);
-    }
-    void deallocate(T* p, std::size_t n) noexcept {
-        ++count->deallocations;
-        std::allocator<T>().deallocate(p, n);
-    }
-    template <typename U>
-    bool operator==(const counting_allocator<U>& other) const noexcept {
-        return count == other.count;
     }
 };
 

@@ -2,6 +2,7 @@
 // any_completion_handler wraps itself without end there), and the erased handler keeps
 // what it is associated with — its executor, allocator and cancellation slot.
 #include "rdmacm/detail/completion_handler.hpp"
+#include "support/counting_allocator.hpp"
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -47,37 +48,18 @@ BOOST_AUTO_TEST_CASE(a_move_assignment_moves_the_handler_and_destroys_the_one_it
     BOOST_TEST(!c);
 }
 
-// An allocator that counts what it allocates: each erasure of a handler bound to it is one.
-template <typename T>
-struct counting_allocator {
-    using value_type = T;
-    int* count;
-    explicit counting_allocator(int* c) noexcept : count(c) {}
-    template <typename U>
-    counting_allocator(const counting_allocator<U>& o) noexcept : count(o.count) {}
-    T* allocate(std::size_t n) {
-        ++*count;
-        return std::allocator<T>().allocate(n);
-    }
-    void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
-    template <typename U>
-    bool operator==(const counting_allocator<U>& o) const noexcept {
-        return count == o.count;
-    }
-};
-
 BOOST_AUTO_TEST_CASE(an_erased_handler_is_taken_over_and_moved_without_being_erased_again) {
     auto calls = std::make_shared<int>(0), destroyed = std::make_shared<int>(0);
-    int allocations = 0;
+    rdmacm::test::allocation_count allocations;
     boost::asio::any_completion_handler<void(int)> erased(
-        boost::asio::bind_allocator(counting_allocator<void>(&allocations), counted(calls, destroyed)));
-    BOOST_TEST(allocations == 1);
+        boost::asio::bind_allocator(rdmacm::test::counting_allocator<void>(&allocations), counted(calls, destroyed)));
+    BOOST_TEST(allocations.allocations == 1u);
     handler h(std::move(erased)); // (wrapped, or moved by wrapping, it would be erased again: counted)
-    BOOST_TEST(allocations == 1);
+    BOOST_TEST(allocations.allocations == 1u);
     BOOST_TEST(!erased);
     handler moved;
     moved = std::move(h);
-    BOOST_TEST(allocations == 1);
+    BOOST_TEST(allocations.allocations == 1u);
     std::move(moved)(2);
     BOOST_TEST(*calls == 2);
 }

@@ -88,7 +88,6 @@ public:
     const executor_type& get_executor() const noexcept { return executor_; }
 
 private:
-    friend struct detail::access;
     executor_type executor_;
 };
 

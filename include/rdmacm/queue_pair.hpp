@@ -247,9 +247,6 @@ public:
                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return async_rdma_read(rdmacm::buffer(mr, buffer), remote, std::forward<Token>(token));
     }
-
-private:
-    friend struct detail::access;
 };
 
 /// The queue pair on any executor (`any_io_executor`).

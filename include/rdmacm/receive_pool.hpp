@@ -133,9 +133,6 @@ public:
     auto async_receive(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return start_receive(std::forward<Token>(token));
     }
-
-private:
-    friend struct detail::access;
 };
 
 /// The receive pool on any executor (`any_io_executor`).

@@ -61,7 +61,6 @@ public:
     id_handle& operator=(id_handle&& other) noexcept = default;
 
 protected:
-    friend struct access;
     // The id's executor as it is now (it moves), or `fallback` when there is no id.
     static executor_type current_executor(const std::shared_ptr<id_impl>& impl, const executor_type& fallback) noexcept;
     // `impl` by reference: callers may read the executor from it in the same call.
