@@ -33,8 +33,8 @@ std::string text(std::span<const std::byte> b) {
     return s.substr(0, s.find('\0'));
 }
 
-awaitable<void> client(rdmacm::event_channel& channel, rdmacm::endpoint server, std::string message) {
-    awaitable_id id(channel);
+awaitable<void> client(rdmacm::endpoint server, std::string message) {
+    awaitable_id id(co_await asio::this_coro::executor); // on the context's event channel
     rdmacm::connect_options options;
     options.params.private_data = std::as_bytes(std::span(message));
     options.qp = rdmacm::rc_qp_init_attr();
@@ -64,14 +64,11 @@ int main(int argc, char** argv) {
     }
     try {
         asio::io_context ctx;
-        rdmacm::event_channel channel(ctx);
         rdmacm::endpoint server(asio::ip::make_address(argv[1]), static_cast<unsigned short>(std::stoi(argv[2])));
-        bool done = false;
-        asio::co_spawn(ctx, client(channel, server, argc == 4 ? argv[3] : "hello"), [&](std::exception_ptr e) {
-            done = true;
+        asio::co_spawn(ctx, client(server, argc == 4 ? argv[3] : "hello"), [](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
         });
-        while (!done) ctx.run_one();
+        ctx.run(); // returns once no operation waits: the client is done
     } catch (const std::exception& e) {
         std::cerr << "client: " << e.what() << std::endl;
         return 1;

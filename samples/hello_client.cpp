@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
         asio::co_spawn(ctx, greet(server, name), [](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
         });
-        ctx.run(); // returns once greet() is done: its id, and with it the context's channel, is gone
+        ctx.run(); // returns once no operation waits: greet() is done
         return 0;
     } catch (const std::exception& e) {
         std::cerr << "client: " << e.what() << std::endl;

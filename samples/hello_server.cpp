@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
             listener.close();
             for (auto* id : live) id->close(); // their coroutines end
         });
-        ctx.run(); // returns once every id is gone: ctx's channel goes with the last
+        ctx.run(); // returns once no operation waits: the listener is closed, every session over
         // [listen]
         std::cout << "server: stopped cleanly" << std::endl;
         return 0;

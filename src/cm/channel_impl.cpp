@@ -13,12 +13,12 @@
 
 namespace rdmacm::detail {
 
-std::shared_ptr<channel_impl> channel_impl::create(const executor_type& ex) {
+std::shared_ptr<channel_impl> channel_impl::create(const executor_type& ex, liveness keeps) {
     rdma_event_channel* ch = rdma_create_event_channel();
     if (!ch) throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_event_channel"));
     std::shared_ptr<channel_impl> self;
     try {
-        self.reset(new channel_impl(ex, ch));
+        self.reset(new channel_impl(ex, ch, keeps));
     } catch (...) {
         rdma_destroy_event_channel(ch);
         throw;
@@ -27,7 +27,8 @@ std::shared_ptr<channel_impl> channel_impl::create(const executor_type& ex) {
     return self;
 }
 
-channel_impl::channel_impl(const executor_type& ex, rdma_event_channel* ch) : fd_reader(ex, ch->fd), channel_(ch) {}
+channel_impl::channel_impl(const executor_type& ex, rdma_event_channel* ch, liveness keeps)
+    : fd_reader(ex, ch->fd, keeps), channel_(ch) {}
 
 channel_impl::~channel_impl() {
     detach();

@@ -25,8 +25,9 @@ namespace rdmacm::detail {
 class channel_impl : public fd_reader {
 public:
     // Creates the channel; throws system_error naming the failed call. The new channel has
-    // one owner: the caller.
-    static std::shared_ptr<channel_impl> create(const executor_type& ex);
+    // one owner: the caller. `keeps`: a user's channel keeps its context running while
+    // open; a context's own, only while the context is busy (fd_reader).
+    static std::shared_ptr<channel_impl> create(const executor_type& ex, liveness keeps);
     ~channel_impl() override;
 
     rdma_event_channel* native() const noexcept { return channel_; }
@@ -124,7 +125,7 @@ public:
     std::uint64_t events_read() const noexcept { return events_read_.load(std::memory_order_relaxed); }
 
 private:
-    channel_impl(const executor_type& ex, rdma_event_channel* ch);
+    channel_impl(const executor_type& ex, rdma_event_channel* ch, liveness keeps);
     bool on_readable() override { return drain(); }
     // Reads to EAGAIN (or until stopped): false if a read failed otherwise (ENOMEM).
     bool drain();

@@ -25,7 +25,7 @@ public:
         if (auto ch = share()) return ch;
         // Made out of the lock: its start posts through the executor, which may be a user's
         // whose execute() makes an id here too.
-        owned_channel made(channel_impl::create(reader));
+        owned_channel made(channel_impl::create(reader, fd_reader::liveness::operations));
         owned_channel other; // (one made meanwhile by another thread: ours goes, out of the lock)
         {
             std::lock_guard lock(mutex_);

@@ -3,8 +3,9 @@
 // id made or moved with an executor and no channel of its own is on — `cm_id id(ctx)`,
 // `listener l(ctx)`, `async_migrate(ex)`. One per context, as the completion channels are:
 // one fd for all its ids. Made on first use, it lives while an id is on it (each id owns
-// it), and goes with the last of them, as a channel of the user's does once closed; its
-// reader then stops, so the context's run() may return. The next id makes a new one.
+// it), and goes with the last of them; the next id makes a new one. It keeps the context
+// running only while an operation waits there (fd_reader's liveness::operations): as
+// with Asio's sockets, run() returns when no operation is pending, ids open or not.
 #include <boost/asio/any_io_executor.hpp>
 
 #include <memory>

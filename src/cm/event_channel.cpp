@@ -6,7 +6,8 @@
 
 namespace rdmacm::detail {
 
-event_channel_base::event_channel_base(const boost::asio::any_io_executor& ex) : impl_(channel_impl::create(ex)) {}
+event_channel_base::event_channel_base(const boost::asio::any_io_executor& ex)
+    : impl_(channel_impl::create(ex, fd_reader::liveness::reader)) {}
 
 event_channel_base::native_handle_type event_channel_base::native_handle() const noexcept {
     return impl_ ? impl_->native() : nullptr;

@@ -2,6 +2,7 @@
 
 #include "rdmacm/detail/call_error.hpp"
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/prefer.hpp>
@@ -13,13 +14,24 @@
 
 namespace rdmacm::detail {
 
-fd_reader::fd_reader(const executor_type& ex, int fd)
+namespace {
+using io_executor = boost::asio::io_context::executor_type;
+} // namespace
+
+fd_reader::fd_reader(const executor_type& ex, int fd, liveness keeps)
     : executor_(ex), strand_(make_strand(ex)), context_(state_of(ex)) {
+    const auto* io = ex.target<io_executor>();
+    if (keeps == liveness::operations && io) uncounted_ = &io->context();
     // Ourselves, not Asio: async_wait stops setting O_NONBLOCK in Boost 1.86 (semantics A4).
     int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("fcntl(O_NONBLOCK)"));
-    descriptor_.emplace(*strand_, fd);
+    // An uncounted wait completes on the io_context itself (a strand's tracked executor would
+    // be a second work held by the wait), then enters the strand.
+    if (uncounted_)
+        descriptor_.emplace(executor_, fd);
+    else
+        descriptor_.emplace(*strand_, fd);
 }
 
 void fd_reader::start() {
@@ -31,7 +43,7 @@ void fd_reader::start() {
         }
         if (stop_asked_) return; // stopped before it started (a close, a move): nothing to read
         context_->add(this);
-        work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
+        if (!uncounted_) work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
     // Posted: never inside the caller, who may hold locks the reader takes.
@@ -87,8 +99,6 @@ bool fd_reader::on_reader_thread() {
     return context_->alive && running_in(*strand_);
 }
 
-using io_executor = boost::asio::io_context::executor_type;
-
 fd_reader::executor_type fd_reader::make_strand(const executor_type& ex) {
     if (const auto* e = ex.target<io_executor>()) return boost::asio::strand<io_executor>(*e);
     return boost::asio::strand<executor_type>(ex);
@@ -101,15 +111,26 @@ bool fd_reader::running_in(const executor_type& strand) {
 
 void fd_reader::wait() {
     if (stopped_ || !descriptor_) return;
+    if (!uncounted_) {
+        descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                                [self = shared_from_this()](boost::system::error_code ec) { self->on_wait(ec); });
+        return;
+    }
     descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
                             [self = shared_from_this()](boost::system::error_code ec) {
-                                if (ec == boost::asio::error::operation_aborted || self->stopped_)
-                                    return; // released: going away
-                                if (ec) // the wait failed (epoll_ctl's error): read, and wait again, after a pause (W6)
-                                    self->run_on_reader_after_a_pause([self] { self->read(then_wait); });
-                                else
-                                    self->read(then_wait);
+                                self->uncounted_->get_executor().on_work_started(); // (see uncounted_)
+                                auto& strand = *self->strand_.value().target<boost::asio::strand<io_executor>>();
+                                boost::asio::dispatch(strand, [self = std::move(self), ec] { self->on_wait(ec); });
                             });
+    uncounted_->get_executor().on_work_finished();
+}
+
+void fd_reader::on_wait(boost::system::error_code ec) {
+    if (ec == boost::asio::error::operation_aborted || stopped_) return; // released: going away
+    if (ec) // the wait failed (epoll_ctl's error): read, and wait again, after a pause (W6)
+        run_on_reader_after_a_pause([self = shared_from_this()] { self->read(then_wait); });
+    else
+        read(then_wait);
 }
 
 void fd_reader::stop() noexcept {

@@ -5,6 +5,13 @@
 //
 // Lifetime: the Asio parts (strand, descriptor) are bound to the execution context
 // (context_bound), so the last reference may go on any thread, even after it is gone.
+//
+// What keeps the context running: a reader of the user's (an event_channel) does, from
+// start() to stop(). A reader of the context's own (its event channel, its completion
+// channels) waits for its fd whenever the context runs, but keeps it running no more than
+// an Asio socket with no operation pending does: operations of its ids and queue pairs do
+// (bound_executor). What arrives while run() has returned stays in the kernel's queue, and
+// is read when the context runs again.
 #include "common/context_bound.hpp"
 #include "common/post_on.hpp"
 
@@ -22,6 +29,8 @@ namespace rdmacm::detail {
 class fd_reader : public context_bound, public std::enable_shared_from_this<fd_reader> {
 public:
     using executor_type = boost::asio::any_io_executor;
+    // What keeps the reader's context running (above): the reader, or the operations waiting.
+    enum class liveness { reader, operations };
 
     virtual ~fd_reader();
     fd_reader(const fd_reader&) = delete;
@@ -81,7 +90,9 @@ public:
 
 protected:
     // Reads `fd` (made non-blocking here) on a strand of `ex`; throws system_error.
-    fd_reader(const executor_type& ex, int fd);
+    // liveness::operations on an io_context's own executor (whose work count the wait is
+    // taken out of); on any other executor the reader keeps its context running.
+    fd_reader(const executor_type& ex, int fd, liveness keeps);
     // Registers with the context and starts waiting; once, after construction.
     void start();
     // The fd is readable: read it to EAGAIN (edge-triggered readiness, semantics A3).
@@ -130,6 +141,7 @@ private:
 
     static constexpr bool then_wait = true;
     void wait();
+    void on_wait(boost::system::error_code ec); // on the strand
     // A strand of `ex`: of the io_context's own executor when that is what `ex` holds, so
     // that a wake-up goes through one type-erased executor, not two (a strand of an
     // any_io_executor wraps it again, and is too big to sit in an any_io_executor in place:
@@ -138,10 +150,19 @@ private:
     static bool running_in(const executor_type& strand);
 
     executor_type executor_;
-    // Outstanding work on the context from start() to stop(): the context runs until the
-    // reader stops (the last owner gone: every id destroyed). The pending wait alone did not
-    // hold it: scale_test saw run() return, work count zero, with the wait still armed.
+    // liveness::reader: outstanding work on the context from start() to stop(): the context
+    // runs until the reader stops (the last owner gone: every id destroyed). The pending wait
+    // alone does not hold it from one wait to the next (scale_test saw run() return, work
+    // count zero, with the wait still armed).
     executor_type work_;
+    // liveness::operations: the io_context whose count of outstanding work leaves out the
+    // pending wait (null: liveness::reader). Asio counts a pending wait as one work (its
+    // reactor's start_op; the descriptor's executor is the io_context's own, so no tracked
+    // executor is held beside it — detail::handler_work): the count is let go of as the wait
+    // starts and taken again as its handler begins, before the scheduler lets go of it after
+    // the handler. Both on a thread inside run(), in a handler that holds work itself, so
+    // the count never reaches zero by our doing but after a handler, as Asio's own do.
+    boost::asio::io_context* uncounted_ = nullptr;
     // The reader's strand (see make_strand), the descriptor's executor: its every wake-up
     // runs through it.
     std::optional<executor_type> strand_;

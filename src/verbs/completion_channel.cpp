@@ -117,7 +117,7 @@ void cq_events::destroying(ibv_cq* cq) noexcept {
 }
 
 completion_reader::completion_reader(const executor_type& ex, std::shared_ptr<completion_channel> channel)
-    : fd_reader(ex, channel->native()->fd), channel_(std::move(channel)) {}
+    : fd_reader(ex, channel->native()->fd, liveness::operations), channel_(std::move(channel)) {}
 
 completion_reader::~completion_reader() {
     {

@@ -73,7 +73,10 @@ public:
     error_code refusal(work_request::kind what, const gathered_buffers& found) const noexcept;
     // Posts `wr` (not refused); `h` completes with the work completion's status and byte
     // count. A terminal cancellation through `h`'s slot puts the queue pair in error (see cancel).
-    void post(const work_request& wr, handler h);
+    // A `standing` one (a receive pool's receive) keeps its context running only once the
+    // queue pair is closed and it waits for its flush: what nobody waits for yet keeps
+    // nothing running, as the bytes in a socket's buffer do not.
+    void post(const work_request& wr, handler h, bool standing = false);
     // Completes `h` with `ec` on `ex` (nothing to post it on).
     static void refuse(const executor_type& ex, handler h, error_code ec);
 

@@ -161,14 +161,14 @@ error_code qp_impl::refusal(work_request::kind what, const gathered_buffers& fou
     return {};
 }
 
-void qp_impl::post(const work_request& wr, handler h) {
+void qp_impl::post(const work_request& wr, handler h, bool standing) {
     std::unique_lock lock(mutex_);
     if (const auto verdict = machine_.post(); verdict != qp_machine::posting::go) {
         if (verdict == qp_machine::posting::queue_in_error) {
             // Flushed in its turn by a pass (fresh review F4: refused at once, it completed
             // before the work posted earlier, which the device may still hold — a user
             // taking that to mean the older ones were done freed their buffers).
-            outstanding_.insert(std::move(h), false);
+            outstanding_.insert(std::move(h), false, standing);
             update_busy();
             auto current = poller_; // (not closed: it has one)
             lock.unlock();
@@ -184,7 +184,8 @@ void qp_impl::post(const work_request& wr, handler h) {
         return;
     }
     auto slot = boost::asio::get_associated_cancellation_slot(h);
-    const std::uint64_t wr_id = outstanding_.insert(std::move(h)); // before the post: its completion cannot beat it
+    const std::uint64_t wr_id =
+        outstanding_.insert(std::move(h), true, standing); // before the post: its completion cannot beat it
     // Before the handler can complete on another thread (assigned after, it would replace
     // the slot's handler for the handler's next operation). One emitted after the
     // completion finds nothing outstanding and does nothing.
@@ -299,7 +300,10 @@ void qp_impl::settle() noexcept {
     update_busy();
 }
 
-bool qp_impl::busy_now() const noexcept { return !outstanding_.empty() || !held_.empty() || waiting_beside_ > 0; }
+bool qp_impl::busy_now() const noexcept {
+    return outstanding_.awaited() > 0 || (machine_.closed() && !outstanding_.empty()) || !held_.empty() ||
+           waiting_beside_ > 0;
+}
 
 void qp_impl::waiting_beside(int change) noexcept {
     std::lock_guard lock(mutex_);
@@ -662,6 +666,7 @@ void qp_impl::close() noexcept {
         if (machine_.closed()) return;
         const bool runs = static_cast<bool>(executor_.get());
         steps = machine_.close({.outstanding = !outstanding_.empty(), .context_runs = runs});
+        update_busy(); // (closed: its standing receives are awaited now, until flushed)
         cancelled_.clear();
         if (steps.tell) begin_verbs_call(); // the flush's ibv_modify_qp: the destroy waits for it
         if (steps.wait_for_flush) flushing_ = shared_from_this();

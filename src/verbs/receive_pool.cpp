@@ -16,6 +16,9 @@ namespace rdmacm::detail {
 
 namespace {
 constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
+// The pool's receives wait for messages nobody may have asked for: they keep the context
+// running no more than a socket's buffer does (async_receive's wait does).
+constexpr bool standing_receive = true;
 } // namespace
 
 std::shared_ptr<receive_pool_impl> receive_pool_impl::create(std::shared_ptr<qp_impl> qp, std::size_t depth,
@@ -44,10 +47,12 @@ void receive_pool_impl::post(std::uint32_t slot) {
     const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base), static_cast<std::uint32_t>(slot_size_),
                       memory_->region.lkey()};
     // Held by the receive: the device may write into the buffer until it completes.
-    qp_->post({work_request::kind::receive, std::span(&sge, 1)},
-              [self = shared_from_this(), slot](error_code ec, std::size_t n) {
-                  self->arrived({ec, slot, static_cast<std::uint32_t>(n)});
-              });
+    qp_->post(
+        {work_request::kind::receive, std::span(&sge, 1)},
+        [self = shared_from_this(), slot](error_code ec, std::size_t n) {
+            self->arrived({ec, slot, static_cast<std::uint32_t>(n)});
+        },
+        standing_receive);
 }
 
 void receive_pool_impl::give_back(std::uint32_t slot) noexcept {

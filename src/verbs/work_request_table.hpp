@@ -19,8 +19,9 @@ class work_request_table {
 public:
     // Keeps `h`; returns the work request id to post it with (never 0). One `on_device`
     // false is never posted: it completes, in posting order, once it is the oldest
-    // (take_oldest_unposted).
-    std::uint64_t insert(Handler h, bool on_device = true) {
+    // (take_oldest_unposted). One `standing` (a receive kept posted for messages nobody
+    // asked for yet: a receive pool's) is not counted by awaited().
+    std::uint64_t insert(Handler h, bool on_device = true, bool standing = false) {
         std::uint32_t index;
         if (free_.empty()) {
             if (slots_.size() > index_mask) throw std::length_error("work_request_table: more than 2^24 waiting");
@@ -34,7 +35,9 @@ public:
         s.serial = next_serial_++;
         s.handler = std::move(h);
         s.on_device = on_device;
+        s.standing = standing;
         unposted_ += on_device ? 0 : 1;
+        standing_ += standing ? 1 : 0;
         ++size_;
         return s.serial << index_bits | index;
     }
@@ -86,6 +89,8 @@ public:
     bool empty() const noexcept { return size_ == 0; }
     bool has_unposted() const noexcept { return unposted_ != 0; }
     std::size_t size() const noexcept { return size_; }
+    // Those waiting that are not standing: an operation somebody waits for.
+    std::size_t awaited() const noexcept { return size_ - standing_; }
 
 private:
     // 24 bits of slot (a queue far deeper than any device's), 40 of serial: an id comes
@@ -98,6 +103,7 @@ private:
         std::uint64_t serial = 0; // of the post it holds (posting order)
         std::optional<Handler> handler;
         bool on_device = true;
+        bool standing = false;
     };
 
     const slot* find(std::uint64_t wr_id) const noexcept {
@@ -110,6 +116,7 @@ private:
     void release(slot& s, std::uint32_t index) {
         s.handler.reset();
         unposted_ -= s.on_device ? 0 : 1;
+        standing_ -= s.standing ? 1 : 0;
         free_.push_back(index);
         --size_;
     }
@@ -119,6 +126,7 @@ private:
     std::uint64_t next_serial_ = 1;
     std::size_t size_ = 0;
     std::size_t unposted_ = 0;
+    std::size_t standing_ = 0;
 };
 
 } // namespace rdmacm::detail

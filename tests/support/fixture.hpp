@@ -48,8 +48,8 @@ inline std::string what(const std::exception_ptr& e) {
     }
 }
 
-// Runs `ctx` until `done()`, at most `limit` (an event channel's reader keeps the
-// context busy for as long as the channel lives, so run() alone would not return).
+// Runs `ctx` until `done()`, at most `limit` (a user's event channel keeps its context
+// running while it lives, so run() alone would not return).
 template <typename Predicate>
 bool run_until(asio::io_context& ctx, Predicate done, std::chrono::steady_clock::duration limit = 30s) {
     auto deadline = std::chrono::steady_clock::now() + limit;
