@@ -4,11 +4,13 @@
 // channel of ex's context; and, as with Asio's sockets, run() returns when no operation
 // waits, ids open or not. On the kernel's RDMA CM.
 #include "support/fixture.hpp"
+#include "support/open_fds.hpp"
 
 #include <boost/asio/strand.hpp>
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <poll.h>
 #include <optional>
@@ -84,7 +86,7 @@ BOOST_AUTO_TEST_CASE(a_connection_between_two_contexts_channels) {
 BOOST_AUTO_TEST_CASE(a_context_whose_ids_are_gone_makes_a_new_channel_for_the_next) {
     asio::io_context ctx;
     { cm_id first(ctx); }
-    BOOST_REQUIRE(runs_out_of_work(ctx)); // the first channel's reader stopped
+    BOOST_REQUIRE(runs_out_of_work(ctx)); // the first channel's reader stopping (its aborted wait counted)
     cm_id next(ctx);
     std::optional<error_code> resolved;
     next.async_resolve_address(device_endpoint(), 2s, [&](error_code ec) { resolved = ec; });
@@ -280,6 +282,26 @@ BOOST_AUTO_TEST_CASE(a_moved_id_s_waiting_operation_keeps_its_new_context_runnin
     BOOST_REQUIRE(run_until(to, [&] { return waited.has_value(); }));
     BOOST_TEST((*waited == asio::error::operation_aborted));
     BOOST_TEST(runs_out_of_work(to, idle_bound));
+}
+
+// The channel goes with its last id, its fd closed, however idle the context: the reader's
+// wait, aborted as it stops, is counted until its handler (which holds the reader) has run.
+// (The destroyer thread lets go of the ids' owners when it is done: run() may return before
+// that, so the check runs the context again until then, bounded.)
+BOOST_AUTO_TEST_CASE(a_context_s_channel_is_closed_after_its_last_id_once_the_context_runs) {
+    asio::io_context ctx;
+    const auto fds_before = open_fds();
+    auto channels_opened = [&] { return fds_opened_since(fds_before).find("rdma_cm") != std::string::npos; };
+    {
+        cm_id a(ctx), b(ctx);
+        BOOST_TEST(channels_opened(), "the context's channel is an fd: " << fds_opened_since(fds_before));
+    }
+    for (auto until = std::chrono::steady_clock::now() + 10s;
+         channels_opened() && std::chrono::steady_clock::now() < until;) {
+        BOOST_TEST(runs_out_of_work(ctx, idle_bound));
+        std::this_thread::sleep_for(10ms);
+    }
+    BOOST_TEST(!channels_opened(), "left open: " << fds_opened_since(fds_before));
 }
 
 // A channel of the user's own keeps today's promise: its context runs while it is open.

@@ -103,14 +103,28 @@ void context_bound::state::work_started(const boost::asio::any_io_executor& ex) 
     // The first busy member's executor, unless that one cannot track work (a user's that
     // ignores outstanding_work.tracked): then the next one's. (One member's executor that
     // cannot must not leave the context without the work of the others.)
-    using boost::asio::execution::outstanding_work;
-    if (work) return;
-    auto tracked = boost::asio::prefer(context_executor(ex), outstanding_work.tracked);
-    if (boost::asio::query(tracked, outstanding_work) == outstanding_work.tracked) work = std::move(tracked);
+    if (!work) work = context_work::on(context_executor(ex));
 }
 
-boost::asio::any_io_executor context_bound::state::work_finished() noexcept {
-    return --busy == 0 ? std::exchange(work, {}) : boost::asio::any_io_executor{};
+context_work context_bound::state::work_finished() noexcept {
+    return --busy == 0 ? std::exchange(work, {}) : context_work{};
+}
+
+context_work context_work::on(const boost::asio::any_io_executor& ex) {
+    context_work w;
+    if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) {
+        io->on_work_started();
+        w.counted_ = &io->context();
+        return w;
+    }
+    using boost::asio::execution::outstanding_work;
+    auto tracked = boost::asio::prefer(ex, outstanding_work.tracked);
+    if (boost::asio::query(tracked, outstanding_work) == outstanding_work.tracked) w.tracked_ = std::move(tracked);
+    return w;
+}
+
+context_work::~context_work() {
+    if (counted_) counted_->get_executor().on_work_finished();
 }
 
 boost::asio::any_io_executor bound_executor::get() const noexcept {
@@ -169,7 +183,7 @@ void bound_executor::recheck(entry& e) const noexcept {
     if (state_->closing) e.executor = {};
 }
 
-boost::asio::any_io_executor bound_executor::switch_work(bool busy) noexcept {
+context_work bound_executor::switch_work(bool busy) noexcept {
     if (busy == busy_) return {};
     busy_ = busy;
     if (!state_->alive || !is_member()) return {}; // counted when bound again

@@ -13,6 +13,10 @@
 #include <utility>
 #include <vector>
 
+namespace boost::asio {
+class io_context;
+} // namespace boost::asio
+
 namespace rdmacm::detail {
 
 // The io_context's own executor under `ex` where `ex` shows it: `ex` itself, a strand of it,
@@ -27,6 +31,34 @@ bool runs_in_this_thread(const boost::asio::any_io_executor& ex);
 // Whether `a` and `b` run on one execution context (asked of the executors only: either
 // context may be gone). False when either is empty.
 bool same_context(const boost::asio::any_io_executor& a, const boost::asio::any_io_executor& b) noexcept;
+
+// Outstanding work held on an execution context. On an io_context's own executor its work
+// count alone (io_context::executor_type::on_work_started/finished: two atomic operations);
+// on any other, a tracked copy of the executor (Boost 1.81's any_io_executor allocates to
+// make one, and again to be asked whether it tracks). Let go of as it goes.
+class context_work {
+public:
+    context_work() = default;
+    // Work on `ex`'s context; empty when `ex` cannot track work (a user's executor that
+    // ignores outstanding_work.tracked).
+    static context_work on(const boost::asio::any_io_executor& ex);
+    context_work(context_work&& other) noexcept
+        : counted_(std::exchange(other.counted_, nullptr)), tracked_(std::move(other.tracked_)) {}
+    context_work& operator=(context_work&& other) noexcept {
+        context_work(std::move(other)).swap(*this);
+        return *this;
+    }
+    ~context_work();
+    explicit operator bool() const noexcept { return counted_ || tracked_; }
+
+private:
+    void swap(context_work& other) noexcept {
+        std::swap(counted_, other.counted_);
+        std::swap(tracked_, other.tracked_);
+    }
+    boost::asio::io_context* counted_ = nullptr;
+    boost::asio::any_io_executor tracked_;
+};
 
 // An object holding handlers whose context may shut down first (an id, a queue pair): told
 // so after the shutdown, it lets go of them, as Asio's services destroy the operations of
@@ -54,18 +86,16 @@ public:
         bool closing = false;  // its shutdown began: no call into it starts
         std::size_t calls = 0; // calls into it in progress
         std::vector<context_bound*> members;
-        // Outstanding work, counted once for the context while any member is busy: one
-        // tracked executor here (of context_executor(), the first busy member's that can
-        // track work) instead of one in each member. Held only when it does track: asked
-        // once, when it is made (Boost 1.81's any_io_executor answers a query for
-        // outstanding_work by allocating).
+        // Outstanding work, counted once for the context while any member is busy: held
+        // here (on context_executor() of the first busy member's that can track work)
+        // instead of in each member.
         std::size_t busy = 0;
-        boost::asio::any_io_executor work;
+        context_work work;
 
         // Under the mutex, while alive: member `ex` (its executor) went busy, or one went
         // idle (returns the work that lets go of, for the caller to drop outside its locks).
         void work_started(const boost::asio::any_io_executor& ex);
-        boost::asio::any_io_executor work_finished() noexcept;
+        context_work work_finished() noexcept;
 
         // Under the mutex. O(1) both ways (each member knows its index): a context with
         // thousands of connections pays nothing per id made, moved or destroyed.
@@ -168,7 +198,8 @@ public:
     // lets go of the handlers it took before its hand-over ends (declare it first).
     struct handover {
         call_in_progress call; // (first: it ends last, after the idle work is let go of)
-        boost::asio::any_io_executor executor, idle_work;
+        boost::asio::any_io_executor executor;
+        context_work idle_work;
     };
     handover get_for_handover(bool busy, const state* here) noexcept;
     // The executor to post to, with the call into its context that the post is: counted
@@ -198,7 +229,7 @@ private:
     boost::asio::any_io_executor bind(const boost::asio::any_io_executor& ex);
     entry enter_locked() const noexcept; // (under the state's mutex)
     // Under the state's mutex: the work going idle lets go of (empty otherwise).
-    boost::asio::any_io_executor switch_work(bool busy) noexcept;
+    context_work switch_work(bool busy) noexcept;
     void unbind() noexcept;
 
     std::shared_ptr<state> state_;

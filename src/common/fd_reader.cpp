@@ -116,9 +116,10 @@ void fd_reader::wait() {
                                 [self = shared_from_this()](boost::system::error_code ec) { self->on_wait(ec); });
         return;
     }
+    counted_back_.store(false, std::memory_order_relaxed);
     descriptor_->async_wait(boost::asio::posix::descriptor_base::wait_read,
-                            [self = shared_from_this()](boost::system::error_code ec) {
-                                self->uncounted_->get_executor().on_work_started(); // (see uncounted_)
+                            [self = shared_from_this()](boost::system::error_code ec) mutable {
+                                self->count_back(); // (see uncounted_)
                                 auto& strand = *self->strand_.value().target<boost::asio::strand<io_executor>>();
                                 boost::asio::dispatch(strand, [self = std::move(self), ec] { self->on_wait(ec); });
                             });
@@ -133,9 +134,15 @@ void fd_reader::on_wait(boost::system::error_code ec) {
         read(then_wait);
 }
 
+void fd_reader::count_back() noexcept {
+    if (uncounted_ && !counted_back_.exchange(true, std::memory_order_acq_rel))
+        uncounted_->get_executor().on_work_started();
+}
+
 void fd_reader::stop() noexcept {
     stopped_ = true;
     work_ = {};
+    count_back(); // before the release queues the aborted wait
     // Aborts the wait (its handler drops our reference); never closes the fd.
     if (descriptor_ && descriptor_->is_open()) descriptor_->release();
     descriptor_.reset();

@@ -18,6 +18,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/basic_stream_descriptor.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -142,6 +143,7 @@ private:
     static constexpr bool then_wait = true;
     void wait();
     void on_wait(boost::system::error_code ec); // on the strand
+    void count_back() noexcept;                 // the pending wait's unit (see counted_back_)
     // A strand of `ex`: of the io_context's own executor when that is what `ex` holds, so
     // that a wake-up goes through one type-erased executor, not two (a strand of an
     // any_io_executor wraps it again, and is too big to sit in an any_io_executor in place:
@@ -163,6 +165,12 @@ private:
     // the handler. Both on a thread inside run(), in a handler that holds work itself, so
     // the count never reaches zero by our doing but after a handler, as Asio's own do.
     boost::asio::io_context* uncounted_ = nullptr;
+    // Whether the pending wait's unit is counted again (true: none pending). Whoever comes
+    // first counts it back: the wait's handler as it begins, or stop(), whose release()
+    // queues the aborted wait with no work of its own (the context would stop with the
+    // handler, and the reader it holds, still queued). They may race: a wait completing on
+    // one thread as stop() runs on the strand.
+    std::atomic<bool> counted_back_{true};
     // The reader's strand (see make_strand), the descriptor's executor: its every wake-up
     // runs through it.
     std::optional<executor_type> strand_;

@@ -128,7 +128,7 @@ private:
     struct pass_result {
         bool current;     // `by` is the queue pair's poller, and the queue pair open
         bool found;       // the queue held completions
-        bool outstanding; // work requests are outstanding
+        bool outstanding; // an operation waits (busy_now: not a pool's standing receives alone)
         bool unarmed;     // an arm the device refused: no event will wake the queue pair
     };
 

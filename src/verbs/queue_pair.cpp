@@ -366,7 +366,7 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
             flushed = std::move(flushing_);
         }
         result.current = &by == poller_.get();
-        result.outstanding = !outstanding_.empty();
+        result.outstanding = busy_now(); // (a spin for standing receives alone would hold run())
         result.unarmed = !armed && result.current;
         // Closed, every pass hands over at once, held ones first: a close() with nothing to
         // flush let go of the reader (and of held_), and these completed before it, so they

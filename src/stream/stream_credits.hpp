@@ -1,0 +1,65 @@
+#pragma once
+// The credits of a stream's connection, as plain code without I/O (the wire format and the
+// rules: docs/stream-protocol.md). A message sent with no receive posted for it ends an
+// iWARP connection (siw: no receiver-not-ready retry, semantics T4), so every message — data
+// and credits alike — is sent only against a receive the peer has said it posted. Counts are
+// cumulative positions, never increments: a header carries how many receives its sender has
+// posted so far, so a count heard late or twice changes nothing (a per-message increment
+// released out of order is how a writer comes to overwrite what was not read).
+// tests/stream_credits_explorer_test.cpp runs two of these against every interleaving of
+// writers, readers and the wire, and checks that none deadlocks, none sends into a receive
+// queue with no room, and that credits alone are not sent back and forth without end.
+#include <compare>
+#include <cstdint>
+
+namespace rdmacm::detail {
+
+// How many receives each side keeps posted, and how they are shared out.
+struct stream_credit_rules {
+    std::uint32_t depth;     // receives posted for the peer's messages
+    std::uint32_t reserve;   // of those, kept for messages of credits alone (data never takes them)
+    std::uint32_t threshold; // freed receives not yet told of that make a message of credits alone due
+    friend auto operator<=>(const stream_credit_rules&, const stream_credit_rules&) = default;
+};
+
+// One side of a connection: what it may send, and what it owes the peer.
+class stream_credits {
+public:
+    explicit stream_credits(stream_credit_rules rules) noexcept
+        : rules_(rules), peer_posted_(rules.depth), posted_(rules.depth), advertised_(rules.depth) {}
+
+    // Receives the peer has room for, as last heard.
+    std::uint32_t window() const noexcept { return peer_posted_ - sent_; }
+    // Whether a message with data (or the end of the data) may go now.
+    bool may_send_data() const noexcept { return window() > rules_.reserve; }
+    // Whether a message of credits alone is due: enough freed receives not told of, and room
+    // for it. (A message with data that goes first tells of them instead.)
+    bool credits_due() const noexcept { return window() >= 1 && unadvertised() >= rules_.threshold; }
+    // Freed receives the peer has not been told of.
+    std::uint32_t unadvertised() const noexcept { return posted_ - advertised_; }
+
+    // A message goes (any kind, checked by the caller): the count to put in its header.
+    std::uint32_t sent() noexcept {
+        ++sent_;
+        advertised_ = posted_;
+        return posted_;
+    }
+    // A message of the peer's arrived, carrying its count: the window grows to it (a count
+    // older than one heard already changes nothing; counts wrap at 2^32).
+    void heard(std::uint32_t peer_posted) noexcept {
+        if (static_cast<std::int32_t>(peer_posted - peer_posted_) > 0) peer_posted_ = peer_posted;
+    }
+    // A receive was posted again here (its message read, or one of credits alone taken in).
+    void reposted() noexcept { ++posted_; }
+
+    friend auto operator<=>(const stream_credits&, const stream_credits&) = default; // (for explorers)
+
+private:
+    stream_credit_rules rules_;
+    std::uint32_t sent_ = 0;     // messages sent, every kind
+    std::uint32_t peer_posted_;  // receives the peer has posted, as last heard
+    std::uint32_t posted_;       // receives posted here for the peer
+    std::uint32_t advertised_;   // posted_ as last sent to the peer
+};
+
+} // namespace rdmacm::detail

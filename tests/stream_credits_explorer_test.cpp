@@ -1,0 +1,175 @@
+// The stream's credits (src/stream/stream_credits.hpp) against every interleaving of two
+// peers' writers, readers and the wire between them (in order each way, as an RC
+// connection is), state by state: a message never finds the peer's receive queue empty (it
+// would end an iWARP connection), no state is stuck with data still to go (each writer's
+// data sent, each reader's read), and messages of credits alone are not sent back and forth
+// without end. Defects put back (no reserve, a threshold of one, a threshold beyond the data
+// window) are each found. No I/O.
+#include "stream/stream_credits.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using rdmacm::detail::stream_credit_rules;
+using rdmacm::detail::stream_credits;
+
+namespace {
+
+struct message {
+    bool data;            // else credits alone
+    std::uint32_t posted; // the header's count
+    friend auto operator<=>(const message&, const message&) = default;
+};
+
+struct side {
+    stream_credits credits;
+    std::uint32_t to_write;        // data messages the writer has still
+    std::uint32_t posted;          // receives posted here, all told (the device's view)
+    std::uint32_t arrived = 0;     // the peer's messages taken by them
+    std::uint32_t unread = 0;      // data arrived, not read yet
+    std::uint32_t credits_alone = 0;
+    std::vector<message> wire;     // sent to the peer, not arrived yet (in order)
+    friend auto operator<=>(const side&, const side&) = default;
+};
+
+struct state {
+    side s[2];
+    friend auto operator<=>(const state&, const state&) = default;
+};
+
+struct outcome {
+    std::size_t states = 0;
+    std::uint32_t most_credits_alone = 0;
+    std::optional<std::string> violation;
+};
+
+// Every state reachable from both writers having `writes` messages each.
+outcome explore(stream_credit_rules rules, std::uint32_t writes) {
+    const std::uint32_t credit_bound = 4 * writes + 4; // far beyond what progress needs
+    outcome out;
+    std::set<state> seen;
+    std::vector<state> todo;
+    const side start{stream_credits(rules), writes, rules.depth, 0, 0, 0, {}};
+    state first{{start, start}};
+    todo.push_back(first);
+    seen.insert(first);
+    auto fail = [&](const std::string& why) {
+        if (!out.violation) out.violation = why;
+    };
+    while (!todo.empty() && !out.violation) {
+        state at = todo.back();
+        todo.pop_back();
+        ++out.states;
+        std::vector<state> next;
+        for (int i = 0; i < 2; ++i) {
+            const int j = 1 - i;
+            const side& me = at.s[i];
+            if (me.to_write > 0 && me.credits.may_send_data()) { // the writer sends
+                state n = at;
+                --n.s[i].to_write;
+                n.s[i].wire.push_back({true, n.s[i].credits.sent()});
+                next.push_back(n);
+            }
+            if (me.credits.credits_due()) { // credits alone
+                state n = at;
+                if (++n.s[i].credits_alone > credit_bound) {
+                    fail("messages of credits alone without end (more than " + std::to_string(credit_bound) + ")");
+                    break;
+                }
+                out.most_credits_alone = std::max(out.most_credits_alone, n.s[i].credits_alone);
+                n.s[i].wire.push_back({false, n.s[i].credits.sent()});
+                next.push_back(n);
+            }
+            if (!at.s[j].wire.empty()) { // the peer's next message arrives here
+                state n = at;
+                side& here = n.s[i];
+                const message m = n.s[j].wire.front();
+                n.s[j].wire.erase(n.s[j].wire.begin());
+                if (here.posted == here.arrived) {
+                    fail("a message arrived with no receive posted (an iWARP connection ends)");
+                    break;
+                }
+                ++here.arrived;
+                here.credits.heard(m.posted);
+                if (m.data) {
+                    ++here.unread;
+                } else { // taken in at once: its receive is posted again
+                    here.credits.reposted();
+                    ++here.posted;
+                }
+                next.push_back(n);
+            }
+            if (me.unread > 0) { // the reader reads one: its receive is posted again
+                state n = at;
+                --n.s[i].unread;
+                n.s[i].credits.reposted();
+                ++n.s[i].posted;
+                next.push_back(n);
+            }
+        }
+        if (out.violation) break;
+        if (next.empty()) {
+            const bool done = at.s[0].to_write == 0 && at.s[1].to_write == 0 && at.s[0].unread == 0 &&
+                              at.s[1].unread == 0 && at.s[0].wire.empty() && at.s[1].wire.empty();
+            if (!done) {
+                std::ostringstream why;
+                why << "stuck with data still to go: writers " << at.s[0].to_write << "/" << at.s[1].to_write
+                    << " to send, windows " << at.s[0].credits.window() << "/" << at.s[1].credits.window()
+                    << ", freed untold " << at.s[0].credits.unadvertised() << "/" << at.s[1].credits.unadvertised();
+                fail(why.str());
+            }
+        }
+        for (auto& n : next)
+            if (seen.insert(n).second) todo.push_back(std::move(n));
+    }
+    return out;
+}
+
+std::string name(stream_credit_rules r) {
+    return "depth " + std::to_string(r.depth) + ", reserve " + std::to_string(r.reserve) + ", threshold " +
+           std::to_string(r.threshold);
+}
+
+} // namespace
+
+// The rules the stream uses, and every depth from 2 to 5 with them: a reserve of one, a
+// threshold of half the data window (at least two).
+BOOST_AUTO_TEST_CASE(no_interleaving_deadlocks_overruns_or_sends_credits_without_end) {
+    for (std::uint32_t depth = 2; depth <= 5; ++depth) {
+        const std::uint32_t window = depth - 1;
+        const stream_credit_rules rules{depth, 1, std::max<std::uint32_t>(2, window / 2)};
+        if (rules.threshold > window) continue; // (depth 2: see the next case)
+        for (std::uint32_t writes : {0U, 1U, 3U, 7U}) { // (7: beyond twice every depth's data window but 5's)
+            auto r = explore(rules, writes);
+            BOOST_TEST_MESSAGE(name(rules) << ", " << writes << " writes each way: " << r.states
+                                           << " states, at most " << r.most_credits_alone
+                                           << " messages of credits alone a side");
+            BOOST_TEST(!r.violation, name(rules) << ", " << writes << " writes: " << r.violation.value_or(""));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(each_defect_put_back_is_found) {
+    struct defect {
+        const char* what;
+        stream_credit_rules rules;
+        const char* expected;
+    };
+    for (const auto& d : {
+             defect{"no reserve: both windows spent on data", {4, 0, 2}, "stuck"},
+             defect{"a threshold of one: each message of credits answers the other's", {4, 1, 1}, "without end"},
+             defect{"a threshold beyond the data window: a freed window never told", {4, 1, 4}, "stuck"},
+         }) {
+        auto r = explore(d.rules, 9);
+        BOOST_TEST_MESSAGE(d.what << ": " << r.violation.value_or("none found") << " (" << r.states << " states)");
+        BOOST_TEST((r.violation && r.violation->find(d.expected) != std::string::npos),
+                   d.what << ": expected \"" << d.expected << "\", got " << r.violation.value_or("none"));
+    }
+}
