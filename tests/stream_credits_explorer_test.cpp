@@ -30,12 +30,12 @@ struct message {
 
 struct side {
     stream_credits credits;
-    std::uint32_t to_write;        // data messages the writer has still
-    std::uint32_t posted;          // receives posted here, all told (the device's view)
-    std::uint32_t arrived = 0;     // the peer's messages taken by them
-    std::uint32_t unread = 0;      // data arrived, not read yet
+    std::uint32_t to_write;    // data messages the writer has still
+    std::uint32_t posted;      // receives posted here, all told (the device's view)
+    std::uint32_t arrived = 0; // the peer's messages taken by them
+    std::uint32_t unread = 0;  // data arrived, not read yet
     std::uint32_t credits_alone = 0;
-    std::vector<message> wire;     // sent to the peer, not arrived yet (in order)
+    std::vector<message> wire; // sent to the peer, not arrived yet (in order)
     friend auto operator<=>(const side&, const side&) = default;
 };
 
@@ -145,12 +145,11 @@ BOOST_AUTO_TEST_CASE(no_interleaving_deadlocks_overruns_or_sends_credits_without
     for (std::uint32_t depth = 2; depth <= 5; ++depth) {
         const std::uint32_t window = depth - 1;
         const stream_credit_rules rules{depth, 1, std::max<std::uint32_t>(2, window / 2)};
-        if (rules.threshold > window) continue; // (depth 2: see the next case)
+        if (rules.threshold > window) continue;         // (depth 2: see the next case)
         for (std::uint32_t writes : {0U, 1U, 3U, 7U}) { // (7: beyond twice every depth's data window but 5's)
             auto r = explore(rules, writes);
-            BOOST_TEST_MESSAGE(name(rules) << ", " << writes << " writes each way: " << r.states
-                                           << " states, at most " << r.most_credits_alone
-                                           << " messages of credits alone a side");
+            BOOST_TEST_MESSAGE(name(rules) << ", " << writes << " writes each way: " << r.states << " states, at most "
+                                           << r.most_credits_alone << " messages of credits alone a side");
             BOOST_TEST(!r.violation, name(rules) << ", " << writes << " writes: " << r.violation.value_or(""));
         }
     }

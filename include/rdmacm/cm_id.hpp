@@ -72,8 +72,9 @@ public:
     /// A new id on the event channel of the execution context `ctx` (made by the library
     /// on first use, shared by the context's ids and listeners made without a channel,
     /// gone with the last of them: one fd per context), its handlers on
-    /// `ctx.get_executor()`. Throws system_error ("rdma_create_event_channel",
-    /// "rdma_create_id") on failure.
+    /// `ctx.get_executor()`. As with an Asio socket, `ctx.run()` returns when no operation
+    /// waits, the id open or not; what arrives meanwhile is read once an operation asks.
+    /// Throws system_error ("rdma_create_event_channel", "rdma_create_id") on failure.
     template <typename ExecutionContext,
               typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
     explicit basic_cm_id(ExecutionContext& ctx, rdma_port_space ps = RDMA_PS_TCP)

@@ -38,7 +38,9 @@ Executor executor_as(const boost::asio::any_io_executor& ex) {
 /// Work: while the channel is open or any id made on it lives, its reader keeps the
 /// execution context running (outstanding work), even with no operation waiting — as a
 /// pending read of a socket would. `run()` returns once the channel is closed and its last
-/// id destroyed (an id's destruction, on a library thread, included).
+/// id destroyed (an id's destruction, on a library thread, included). (The channel of a
+/// context, which `cm_id(ctx)` and `listener(ctx)` use, keeps nothing running by itself:
+/// there `run()` returns when no operation waits.)
 ///
 /// Thread safety: distinct objects safe; shared objects unsafe. The reader itself runs on
 /// its own strand, so the executor may be an io_context run by several threads.

@@ -69,8 +69,9 @@ public:
 
     /// A listener on the event channel of the execution context `ctx` (the one
     /// `cm_id(ctx)` uses: made on first use, gone with its last id), its handlers on
-    /// `ctx.get_executor()`. Throws system_error ("rdma_create_event_channel",
-    /// "rdma_create_id") on failure.
+    /// `ctx.get_executor()`. `ctx.run()` returns when no operation waits, the listener
+    /// open or not; requests that come meanwhile wait in the kernel's backlog.
+    /// Throws system_error ("rdma_create_event_channel", "rdma_create_id") on failure.
     template <typename ExecutionContext,
               typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
     explicit basic_listener(ExecutionContext& ctx, rdma_port_space ps = RDMA_PS_TCP)

@@ -56,10 +56,10 @@ public:
 
 private:
     stream_credit_rules rules_;
-    std::uint32_t sent_ = 0;     // messages sent, every kind
-    std::uint32_t peer_posted_;  // receives the peer has posted, as last heard
-    std::uint32_t posted_;       // receives posted here for the peer
-    std::uint32_t advertised_;   // posted_ as last sent to the peer
+    std::uint32_t sent_ = 0;    // messages sent, every kind
+    std::uint32_t peer_posted_; // receives the peer has posted, as last heard
+    std::uint32_t posted_;      // receives posted here for the peer
+    std::uint32_t advertised_;  // posted_ as last sent to the peer
 };
 
 } // namespace rdmacm::detail
