@@ -26,7 +26,7 @@ class channel_impl : public fd_reader {
 public:
     // Creates the channel; throws system_error naming the failed call. The new channel has
     // one owner: the caller. `keeps`: a user's channel keeps its context running while
-    // open; a context's own, only while the context is busy (fd_reader).
+    // open; a context's own keeps nothing running by itself (fd_reader's liveness).
     static std::shared_ptr<channel_impl> create(const executor_type& ex, liveness keeps);
     ~channel_impl() override;
 

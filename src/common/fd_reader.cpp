@@ -3,9 +3,7 @@
 #include "rdmacm/detail/call_error.hpp"
 
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/prefer.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/system/system_error.hpp>
@@ -43,7 +41,7 @@ void fd_reader::start() {
         }
         if (stop_asked_) return; // stopped before it started (a close, a move): nothing to read
         context_->add(this);
-        if (!uncounted_) work_ = boost::asio::prefer(executor_, boost::asio::execution::outstanding_work.tracked);
+        if (!uncounted_) work_ = context_work::on(executor_);
     }
     // A first read: the fd may be readable already, and readiness is edge-triggered.
     // Posted: never inside the caller, who may hold locks the reader takes.

@@ -156,7 +156,7 @@ private:
     // runs until the reader stops (the last owner gone: every id destroyed). The pending wait
     // alone does not hold it from one wait to the next (scale_test saw run() return, work
     // count zero, with the wait still armed).
-    executor_type work_;
+    context_work work_;
     // liveness::operations: the io_context whose count of outstanding work leaves out the
     // pending wait (null: liveness::reader). Asio counts a pending wait as one work (its
     // reactor's start_op; the descriptor's executor is the io_context's own, so no tracked
