@@ -56,7 +56,7 @@ outcome explore(stream_credit_rules rules, std::uint32_t writes) {
     outcome out;
     std::set<state> seen;
     std::vector<state> todo;
-    const side start{stream_credits(rules), writes, rules.depth, 0, 0, 0, {}};
+    const side start{stream_credits(rules, rules.depth), writes, rules.depth, 0, 0, 0, {}};
     state first{{start, start}};
     todo.push_back(first);
     seen.insert(first);
@@ -144,7 +144,7 @@ std::string name(stream_credit_rules r) {
 BOOST_AUTO_TEST_CASE(no_interleaving_deadlocks_overruns_or_sends_credits_without_end) {
     for (std::uint32_t depth = 2; depth <= 5; ++depth) {
         const std::uint32_t window = depth - 1;
-        const stream_credit_rules rules{depth, 1, std::max<std::uint32_t>(2, window / 2)};
+        const auto rules = stream_credit_rules::for_depth(depth);
         if (rules.threshold > window) continue;         // (depth 2: see the next case)
         for (std::uint32_t writes : {0U, 1U, 3U, 7U}) { // (7: beyond twice every depth's data window but 5's)
             auto r = explore(rules, writes);

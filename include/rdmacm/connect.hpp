@@ -43,7 +43,8 @@ struct data_path_options {
 
 namespace detail {
 
-// What a composed connect puts on the id once its route is resolved, and how it completes.
+// What a composed connect puts on the id once its route is resolved, and how it completes
+// (and, if the policy has a `before_resolve(id)`, what it does first).
 // A raw queue pair, if asked for; the completion is the ESTABLISHED event.
 struct attach_raw_qp {
     std::optional<ibv_qp_init_attr> qp;
@@ -117,8 +118,12 @@ struct connect_op {
         if (ec) return attach.complete(self, id, ec);
         switch (step++) {
         case 0:
-            if (params.error()) // (refused before any step, from a post: never inside the call)
-                return boost::asio::post(id.get_executor(), boost::asio::append(std::move(self), params.error()));
+            ec = params.error();
+            // (A stream's makes its id here: attach_stream, stream.hpp.)
+            if constexpr (requires { attach.before_resolve(id); })
+                if (!ec) ec = attach.before_resolve(id);
+            if (ec) // (refused before any step, from a post: never inside the call)
+                return boost::asio::post(id.get_executor(), boost::asio::append(std::move(self), ec));
             return id.async_resolve_address(options.local, remote, options.resolve_timeout, std::move(self));
         case 1: return id.async_resolve_route(options.resolve_timeout, std::move(self));
         default:

@@ -48,6 +48,7 @@ enum class errc {
     too_many_buffers,             ///< more buffers in one data operation than the queue pair takes
     no_device,                    ///< a queue pair or a connect on an id with no RDMA device yet (resolve first)
     // (The misuse group ends here: condition::misuse matches operation_in_progress to no_device.)
+    protocol_error, ///< the peer does not speak the stream protocol (or another version of it)
 };
 
 /// The category of `errc` values ("asio-rdmacm").

@@ -21,3 +21,5 @@
 #include "rdmacm/registered_buffer.hpp"
 #include "rdmacm/rebalance.hpp"
 #include "rdmacm/shard_pool.hpp"
+#include "rdmacm/stream.hpp"
+#include "rdmacm/stream_options.hpp"

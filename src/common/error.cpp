@@ -52,6 +52,9 @@ public:
         case errc::no_device:
             return "the CM id has no RDMA device yet: resolve an address (or bind to a device's address, or "
                    "take a connection request) first";
+        case errc::protocol_error:
+            return "the peer does not speak the stream protocol (or speaks another version of it): "
+                   "docs/stream-protocol.md";
         }
         return "asio-rdmacm error " + std::to_string(ev);
     }
@@ -66,6 +69,7 @@ public:
         case errc::address_family_not_supported: return sc::make_error_condition(sc::address_family_not_supported);
         case errc::private_data_too_long: return sc::make_error_condition(sc::message_size);
         case errc::not_open: return sc::make_error_condition(sc::bad_file_descriptor);
+        case errc::protocol_error: return sc::make_error_condition(sc::protocol_error);
         default: return {ev, *this};
         }
     }

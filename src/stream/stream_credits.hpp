@@ -20,13 +20,20 @@ struct stream_credit_rules {
     std::uint32_t reserve;   // of those, kept for messages of credits alone (data never takes them)
     std::uint32_t threshold; // freed receives not yet told of that make a message of credits alone due
     friend auto operator<=>(const stream_credit_rules&, const stream_credit_rules&) = default;
+    // The stream's rules for `depth` receives (at least 3): a reserve of one, told at half
+    // the data window (never at one: see credits_due).
+    static constexpr stream_credit_rules for_depth(std::uint32_t depth) noexcept {
+        const std::uint32_t window = depth - 1;
+        return {depth, 1, window / 2 > 2 ? window / 2 : 2};
+    }
 };
 
 // One side of a connection: what it may send, and what it owes the peer.
 class stream_credits {
 public:
-    explicit stream_credits(stream_credit_rules rules) noexcept
-        : rules_(rules), peer_posted_(rules.depth), posted_(rules.depth), advertised_(rules.depth) {}
+    // `rules.depth` receives posted here; the peer said it posted `peer_depth` (its hello).
+    stream_credits(stream_credit_rules rules, std::uint32_t peer_depth) noexcept
+        : rules_(rules), peer_posted_(peer_depth), posted_(rules.depth), advertised_(rules.depth) {}
 
     // Receives the peer has room for, as last heard.
     std::uint32_t window() const noexcept { return peer_posted_ - sent_; }

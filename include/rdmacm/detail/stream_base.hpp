@@ -1,0 +1,148 @@
+#pragma once
+// The compiled, executor-agnostic part of basic_stream: the connection's id, a handle on the
+// stream's engine (stream_impl, compiled in src/stream/: its buffers, credits and lock stay
+// out of what users include), and the initiations of its operations. Defined in
+// src/stream/stream.cpp.
+#include "rdmacm/cm_id.hpp"
+#include "rdmacm/detail/access.hpp"
+#include "rdmacm/detail/initiation.hpp"
+#include "rdmacm/detail/io_handle.hpp"
+#include "rdmacm/error.hpp"
+#include "rdmacm/stream_options.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/buffer.hpp>
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <span>
+
+namespace rdmacm {
+struct connection_request;
+}
+
+namespace rdmacm::detail {
+
+class stream_impl;
+
+// The first buffers of a buffer sequence (empty ones left out), as the compiled core takes
+// them: at most `max_parts`, as Asio's sockets take at most 64 (a read or write of more
+// moves what these hold: a partial transfer, which the sequence's next call goes on from).
+template <typename Buffer>
+struct buffer_list {
+    static constexpr std::size_t max_parts = 16;
+    std::array<Buffer, max_parts> parts{};
+    std::size_t count = 0;
+    std::size_t bytes = 0;
+
+    buffer_list() = default;
+    template <typename Sequence>
+    explicit buffer_list(const Sequence& sequence) {
+        const auto end = boost::asio::buffer_sequence_end(sequence);
+        for (auto it = boost::asio::buffer_sequence_begin(sequence); it != end && count < max_parts; ++it) {
+            const Buffer b(*it);
+            if (b.size() == 0) continue;
+            parts[count++] = b;
+            bytes += b.size();
+        }
+    }
+    std::span<const Buffer> view() const noexcept { return {parts.data(), count}; }
+};
+using mutable_buffer_list = buffer_list<boost::asio::mutable_buffer>;
+using const_buffer_list = buffer_list<boost::asio::const_buffer>;
+
+enum class stream_role : std::uint8_t { client, server };
+
+class stream_base : public io_handle<stream_base, stream_impl> {
+public:
+    using handler = completion_handler<void(error_code, std::size_t)>;
+    using shutdown_handler = completion_handler<void(error_code)>;
+
+    /// Whether the stream has a connection (or one being opened).
+    bool is_open() const noexcept { return impl_ != nullptr; }
+    /// Ends every operation (operation_aborted), and the connection: what was written and
+    /// not yet delivered may be lost — `async_shutdown` first for an orderly end.
+    void close() noexcept;
+    /// Sends the end of the data after everything written, and returns (as a socket's
+    /// `shutdown(shutdown_send)`): the peer reads what came before it, then
+    /// `asio::error::eof`. Later writes fail with `asio::error::broken_pipe`. Idempotent.
+    void shutdown() noexcept;
+    /// The connection's id (its endpoints, its migration); empty until connected.
+    cm_id& id() noexcept { return id_; }
+    const cm_id& id() const noexcept { return id_; }
+
+    stream_base(stream_base&& other) noexcept = default;
+    stream_base& operator=(stream_base&& other) noexcept;
+
+protected:
+    stream_base(executor_type ex, const stream_options& options) noexcept;
+    ~stream_base() { close(); }
+    // The id's executor as it is now (it moves), or the handle's when not open.
+    executor_type current_executor() const { return current_executor(impl_, executor_); }
+
+    // What this side tells the peer (the connect's or the accept's private data).
+    std::array<std::byte, 12> hello() const noexcept;
+
+    struct initiate_read : initiation<initiate_read, void(error_code, std::size_t), work_of_followers::by_object> {
+        std::shared_ptr<stream_impl> impl;
+        executor_type fallback;
+        executor_type get_executor() const { return current_executor(impl, fallback); }
+        template <typename Handler>
+        void operator()(Handler&& h, const mutable_buffer_list& buffers) const {
+            start_read(impl, fallback, this->erase(std::forward<Handler>(h)), buffers);
+        }
+    };
+    struct initiate_write : initiation<initiate_write, void(error_code, std::size_t), work_of_followers::by_object> {
+        std::shared_ptr<stream_impl> impl;
+        executor_type fallback;
+        executor_type get_executor() const { return current_executor(impl, fallback); }
+        template <typename Handler>
+        void operator()(Handler&& h, const const_buffer_list& buffers) const {
+            start_write(impl, fallback, this->erase(std::forward<Handler>(h)), buffers);
+        }
+    };
+    struct initiate_shutdown : initiation<initiate_shutdown, void(error_code), work_of_followers::by_object> {
+        std::shared_ptr<stream_impl> impl;
+        executor_type fallback;
+        executor_type get_executor() const { return current_executor(impl, fallback); }
+        template <typename Handler>
+        void operator()(Handler&& h) const {
+            start_shutdown(impl, fallback, this->erase(std::forward<Handler>(h)));
+        }
+    };
+
+    cm_id id_;
+    stream_options options_;
+
+private:
+    friend struct stream_access;
+    // The opening, for the composed connect and accept (stream.hpp).
+    // A queue pair on `id_` and the engine, its receives posted (before the connect or accept).
+    error_code prepare(stream_role role) noexcept;
+    // The peer's private data (its hello), once the connect completed.
+    error_code opened(std::span<const std::byte> peer_private_data) noexcept;
+    // The server's side before its accept: the request's id taken, its hello read, the queue
+    // pair and receives made; a request without a hello is rejected (errc::protocol_error).
+    error_code take(connection_request&& request) noexcept;
+
+    static executor_type current_executor(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback);
+    // With no engine, errc::not_open on `fallback`.
+    static void start_read(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback, handler h,
+                           const mutable_buffer_list& buffers);
+    static void start_write(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback, handler h,
+                            const const_buffer_list& buffers);
+    static void start_shutdown(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
+                               shutdown_handler h);
+};
+
+// The opening's steps, for the composed operations in stream.hpp.
+struct stream_access {
+    static error_code prepare(stream_base& s, stream_role role) noexcept { return s.prepare(role); }
+    static error_code opened(stream_base& s, std::span<const std::byte> peer_private_data) noexcept {
+        return s.opened(peer_private_data);
+    }
+    static error_code take(stream_base& s, connection_request&& request) noexcept { return s.take(std::move(request)); }
+};
+
+} // namespace rdmacm::detail

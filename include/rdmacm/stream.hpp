@@ -1,0 +1,229 @@
+#pragma once
+/// @file
+/// `rdmacm::basic_stream`: a byte stream over an RDMA connection — Asio's AsyncReadStream and
+/// AsyncWriteStream, so `asio::async_read`, `async_read_until`, Beast and any Asio protocol
+/// run over RDMA. Its wire protocol: docs/stream-protocol.md; a guide: docs/streams.md.
+#include "rdmacm/connect.hpp"
+#include "rdmacm/connection_request.hpp"
+#include "rdmacm/detail/stream_base.hpp"
+#include "rdmacm/stream_options.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <type_traits>
+#include <utility>
+
+namespace rdmacm {
+
+namespace detail {
+
+// What the composed connect (connect.hpp) does around its steps for a stream: the id made
+// on the stream's context, the queue pair and the stream's receives before the connect, the
+// server's hello read from ESTABLISHED.
+struct attach_stream {
+    stream_base& stream;
+    boost::asio::any_io_executor ex;
+
+    error_code before_resolve(cm_id& id) {
+        if (id.is_open()) return {};
+        try {
+            id = cm_id(ex);
+        } catch (const boost::system::system_error& e) {
+            return e.code();
+        }
+        return {};
+    }
+    error_code before_connect(cm_id&) { return stream_access::prepare(stream, stream_role::client); }
+    template <typename Self>
+    void complete(Self& self, cm_id&, error_code ec, cm_event ev = {}) {
+        if (!ec) ec = stream_access::opened(stream, ev.private_data());
+        if (ec) stream.close();
+        self.complete(ec);
+    }
+};
+
+// The server's side: the client's hello read from the request, the queue pair and receives
+// made, accepted with this side's hello. A request without a hello (or of another
+// version) is rejected: errc::protocol_error.
+struct accept_stream_op {
+    stream_base& stream;
+    connection_request request;
+    std::array<std::byte, 12> hello;
+    bool accepting = false;
+
+    template <typename Self>
+    void operator()(Self& self, error_code ec = {}, cm_event = {}) {
+        if (accepting) {
+            if (ec) stream.close();
+            return self.complete(ec);
+        }
+        accepting = true;
+        ec = stream_access::take(stream, std::move(request));
+        if (ec) // (never inside the initiating call)
+            return boost::asio::post(stream.id().get_executor(), boost::asio::append(std::move(self), ec));
+        const auto mine = hello; // (copied by the initiation, before `self` moves)
+        stream.id().async_accept(conn_params{.private_data = mine}, std::move(self));
+    }
+};
+
+} // namespace detail
+
+/// A byte stream over one reliable connection: an Asio AsyncReadStream and AsyncWriteStream.
+/// Made unconnected on an execution context; `async_connect` (client) or `async_accept` of a
+/// listener's request (server) opens it. Each side keeps `stream_options::depth` receives
+/// posted and sends messages of up to `message_size` bytes, each only against a receive
+/// the peer said it posted (credits: iWARP ends a connection whose message finds none), so
+/// a writer whose reader is slow waits, nothing lost or overrun.
+///
+/// **Operations**: one read and one write may be outstanding at once (a second of the same
+/// kind: errc::operation_in_progress). A write completes once its bytes are copied into the
+/// stream's send buffers and posted to the device, as a socket's write completes once the
+/// kernel has them: it may write less than asked (a partial transfer; `asio::async_write`
+/// goes on), and it waits when the peer's receives or the send buffers are all taken. A read
+/// completes with at least one byte; after the peer's `shutdown` and everything it sent
+/// before, with `asio::error::eof`. Empty buffers complete with 0 at once (never inside the
+/// call).
+///
+/// **Errors**: `asio::error::connection_reset` once the connection is lost (the peer closed
+/// without a shutdown, its host or device went, a send failed); errc::protocol_error when the
+/// peer speaks something else (its connection is then ended); `asio::error::broken_pipe` for
+/// a write after `shutdown`; errc::not_open once closed.
+///
+/// **Executor**: handlers run on their associated executor, by default the id's
+/// (`get_executor()`): the stream moves with its id (`id().async_migrate`), as its queue pair does.
+///
+/// **Cancellation**: a read honours every type: it ends with operation_aborted and loses
+/// nothing (bytes that arrive are left for the next read, also when they came before the
+/// cancellation but after the wait ended). A write honours every type while it waits: it
+/// ends with operation_aborted, nothing of it sent; a write whose bytes went completes with
+/// their count. The connection is unharmed either way.
+///
+/// **Closing**: `async_shutdown` (or `shutdown`) sends the end of the data after what was
+/// written; `close` ends the connection at once, and what the device has not delivered may be
+/// lost — shut down and read to the peer's end first, as Beast's teardown does
+/// (rdmacm/beast.hpp).
+///
+/// **Thread safety**: as Asio's sockets: distinct objects safe, a shared one not (one read
+/// and one write outstanding, each started from one thread at a time).
+template <typename Executor = boost::asio::any_io_executor>
+class basic_stream : public detail::stream_base {
+public:
+    using executor_type = Executor;
+    /// The same stream type on another executor type (e.g. for `as_default_on`).
+    template <typename Executor1>
+    struct rebind_executor {
+        using other = basic_stream<Executor1>;
+    };
+
+    /// An unconnected stream; its connection's id will be made on the channel of the
+    /// execution context `ex` runs on, its handlers run on `ex` (a strand of it, say).
+    explicit basic_stream(const executor_type& ex, const stream_options& options = {})
+        : stream_base(boost::asio::any_io_executor(ex), options) {}
+    /// An unconnected stream on `ctx`.
+    template <typename ExecutionContext,
+              typename = std::enable_if_t<std::is_convertible_v<ExecutionContext&, boost::asio::execution_context&>>>
+    explicit basic_stream(ExecutionContext& ctx, const stream_options& options = {})
+        : stream_base(boost::asio::any_io_executor(ctx.get_executor()), options) {}
+    basic_stream(basic_stream&& other) noexcept = default;
+    basic_stream& operator=(basic_stream&& other) noexcept = default;
+    ~basic_stream() = default;
+
+    /// The id's executor once connected (it follows the id's migrations), else the one the
+    /// stream was made with.
+    executor_type get_executor() const { return detail::executor_as<Executor>(current_executor()); }
+
+    /// Resolves `remote`, connects and opens the stream (the composed `rdmacm::async_connect`,
+    /// with this side's sizes as private data).
+    /// @par Completion Signature
+    /// `void(error_code)`.
+    /// @par Errors
+    /// As for `rdmacm::async_connect`; errc::protocol_error when the server does not speak
+    /// the stream protocol; EINVAL ("stream_options") for options out of range. A failed
+    /// connect leaves the stream closed.
+    /// @par Per-Operation Cancellation
+    /// As for `rdmacm::async_connect`.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_connect(const endpoint& remote,
+                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        const auto my_hello = hello();
+        const detail::owned_conn_params params(conn_params{.private_data = my_hello});
+        return boost::asio::async_compose<Token, void(error_code)>(
+            detail::connect_op<boost::asio::any_io_executor, detail::attach_stream>{
+                id_, remote, {.resolve_timeout = options_.resolve_timeout}, params, {*this, executor_}},
+            token, executor_);
+    }
+
+    /// Accepts a listener's connection request and opens the stream on it.
+    /// @par Completion Signature
+    /// `void(error_code)`.
+    /// @par Errors
+    /// As for `cm_id::async_accept`; errc::protocol_error when the request does not come
+    /// from a stream (it is rejected). A failed accept leaves the stream closed.
+    /// @par Per-Operation Cancellation
+    /// As for `cm_id::async_accept`.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_accept(connection_request request,
+                      Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return boost::asio::async_compose<Token, void(error_code)>(
+            detail::accept_stream_op{*this, std::move(request), hello()}, token, executor_);
+    }
+
+    /// Reads some bytes into `buffers` (at least one, unless they are empty).
+    /// @par Completion Signature
+    /// `void(error_code, std::size_t)`.
+    /// @par Errors
+    /// `asio::error::eof` (the peer shut down, everything before read),
+    /// `asio::error::connection_reset`, errc::protocol_error, errc::operation_in_progress,
+    /// errc::not_open, operation_aborted.
+    /// @par Per-Operation Cancellation
+    /// terminal, partial, total: nothing is lost (see the class's description).
+    template <typename MutableBufferSequence, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                                                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_read_some(const MutableBufferSequence& buffers,
+                         Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return boost::asio::async_initiate<Token, void(error_code, std::size_t)>(
+            initiate_read{{}, impl_, executor_}, token, detail::mutable_buffer_list(buffers));
+    }
+
+    /// Writes some of `buffers` (at least one byte, unless they are empty).
+    /// @par Completion Signature
+    /// `void(error_code, std::size_t)`: the bytes posted to the device.
+    /// @par Errors
+    /// `asio::error::connection_reset`, `asio::error::broken_pipe` (after a shutdown),
+    /// errc::protocol_error, errc::operation_in_progress, errc::not_open, operation_aborted.
+    /// @par Per-Operation Cancellation
+    /// terminal, partial, total while it waits: nothing of it was sent.
+    template <typename ConstBufferSequence, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::size_t))
+                                                Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_write_some(const ConstBufferSequence& buffers,
+                          Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return boost::asio::async_initiate<Token, void(error_code, std::size_t)>(
+            initiate_write{{}, impl_, executor_}, token, detail::const_buffer_list(buffers));
+    }
+
+    /// Sends the end of the data after everything written; completes once it and all
+    /// before it were acknowledged by the peer's device (then `close` loses nothing).
+    /// @par Completion Signature
+    /// `void(error_code)`.
+    /// @par Errors
+    /// `asio::error::connection_reset`, errc::operation_in_progress, errc::not_open,
+    /// operation_aborted (closed meanwhile).
+    /// @par Per-Operation Cancellation
+    /// None: the end is queued and goes.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_shutdown(Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return boost::asio::async_initiate<Token, void(error_code)>(initiate_shutdown{{}, impl_, executor_}, token);
+    }
+};
+
+/// The stream on any executor (`any_io_executor`).
+using stream = basic_stream<>;
+
+} // namespace rdmacm

@@ -1,0 +1,28 @@
+#pragma once
+/// @file
+/// `rdmacm::stream_options`: the sizes of a stream's connection.
+#include <chrono>
+#include <cstdint>
+
+namespace rdmacm {
+
+/// The sizes of a `basic_stream`'s connection. Each side tells the other its `depth` and
+/// `message_size` as the connection opens (docs/stream-protocol.md); the two sides' options
+/// need not match.
+struct stream_options {
+    /// Receives kept posted for the peer's messages: how many messages the peer may have on
+    /// the way before this side has read them. At least 3 (one is kept for credits).
+    std::uint32_t depth = 16;
+    /// The longest message this side receives, and the longest it sends (what the peer
+    /// receives, if less), each with its 8-byte header. At least 9. The stream holds
+    /// `depth` receive buffers and `send_depth` send buffers of about this size.
+    std::uint32_t message_size = 16384;
+    /// Messages sent and not yet completed by the device, at most.
+    std::uint32_t send_depth = 16;
+    /// As `queue_pair_options::poll_for`: zero, event-driven; positive, adaptive polling.
+    std::chrono::nanoseconds poll_for{0};
+    /// How long each of the connect's two resolutions may take (`connect_options`).
+    std::chrono::milliseconds resolve_timeout{2000};
+};
+
+} // namespace rdmacm

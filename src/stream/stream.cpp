@@ -1,0 +1,99 @@
+#include "rdmacm/stream.hpp"
+
+#include "stream/stream_impl.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+
+namespace rdmacm::detail {
+
+stream_base::stream_base(executor_type ex, const stream_options& options) noexcept
+    : io_handle(ex, nullptr), id_(access::make<cm_id>(empty_id{}, ex)), options_(options) {}
+
+stream_base& stream_base::operator=(stream_base&& other) noexcept {
+    if (this != &other) {
+        io_handle::operator=(std::move(other)); // (closes this one first)
+        id_ = std::move(other.id_);
+        options_ = other.options_;
+    }
+    return *this;
+}
+
+void stream_base::close() noexcept {
+    if (auto impl = std::move(impl_)) impl->close();
+    id_.close(); // the connection's end for the peer (its reads: connection_reset)
+}
+
+void stream_base::shutdown() noexcept {
+    if (impl_) impl_->shutdown(nullptr);
+}
+
+std::array<std::byte, 12> stream_base::hello() const noexcept {
+    return stream_wire::encode({options_.depth, options_.message_size});
+}
+
+error_code stream_base::prepare(stream_role role) noexcept {
+    if (options_.depth < stream_wire::min_depth || options_.message_size < stream_wire::min_message_size ||
+        options_.send_depth == 0)
+        return RDMACM_CALL_ERRNO("stream_options", EINVAL);
+    std::shared_ptr<qp_impl> qp;
+    try {
+        qp = qp_impl::create(access::impl(id_), {.max_send_wr = options_.send_depth,
+                                                 .max_recv_wr = options_.depth,
+                                                 .poll_for = options_.poll_for,
+                                                 .max_send_sge = 1,
+                                                 .max_recv_sge = 1});
+        impl_ = stream_impl::create(qp, role, options_);
+    } catch (const boost::system::system_error& e) {
+        if (qp) qp->close();
+        return e.code();
+    } catch (const std::bad_alloc&) {
+        if (qp) qp->close();
+        return make_error_code(boost::system::errc::not_enough_memory);
+    }
+    return {};
+}
+
+error_code stream_base::opened(std::span<const std::byte> peer_private_data) noexcept {
+    const auto peer = stream_wire::parse_hello(peer_private_data);
+    if (!peer) return errc::protocol_error;
+    return impl_ ? impl_->opened(*peer) : error_code(errc::not_open);
+}
+
+error_code stream_base::take(connection_request&& request) noexcept {
+    const auto peer = stream_wire::parse_hello(request.event.private_data());
+    if (!peer) {
+        error_code ignored; // (the request goes either way)
+        request.id.reject({}, ignored);
+        return errc::protocol_error;
+    }
+    id_ = std::move(request.id);
+    if (const error_code ec = prepare(stream_role::server)) return ec;
+    return impl_->opened(*peer);
+}
+
+stream_base::executor_type stream_base::current_executor(const std::shared_ptr<stream_impl>& impl,
+                                                         const executor_type& fallback) {
+    return impl ? impl->executor() : fallback;
+}
+
+void stream_base::start_read(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback, handler h,
+                             const mutable_buffer_list& buffers) {
+    if (impl) return impl->read(std::move(h), buffers);
+    boost::asio::post(fallback, boost::asio::append(std::move(h), errc::not_open, std::size_t{0}));
+}
+
+void stream_base::start_write(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback, handler h,
+                              const const_buffer_list& buffers) {
+    if (impl) return impl->write(std::move(h), buffers);
+    boost::asio::post(fallback, boost::asio::append(std::move(h), errc::not_open, std::size_t{0}));
+}
+
+void stream_base::start_shutdown(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
+                                 shutdown_handler h) {
+    if (impl) return impl->shutdown(std::move(h));
+    boost::asio::post(fallback, boost::asio::append(std::move(h), error_code(errc::not_open)));
+}
+
+} // namespace rdmacm::detail

@@ -1,0 +1,409 @@
+#include "stream/stream_impl.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace rdmacm::detail {
+
+namespace {
+// The receives wait for messages nobody may have asked for: they keep the context running
+// no more than a socket's buffer does (a waiting read does: update_hold).
+constexpr bool standing_receive = true;
+// The client's nudges (siw's R9): the first after this, then at twice the wait each time.
+constexpr std::chrono::milliseconds first_nudge{100}, last_nudge{1600};
+
+// What an operation gets once the connection broke for `cause`: the peer speaking something
+// else is said so; any loss of the connection is a reset, as on a socket.
+error_code as_seen_by_user(error_code cause) {
+    return cause == errc::protocol_error ? cause : error_code(boost::asio::error::connection_reset);
+}
+} // namespace
+
+std::shared_ptr<stream_impl> stream_impl::create(std::shared_ptr<qp_impl> qp, stream_role role,
+                                                 const stream_options& options) {
+    if (!qp || !qp->native()) throw boost::system::system_error(errc::not_open, "stream: its queue pair");
+    std::shared_ptr<stream_impl> self(new stream_impl(std::move(qp), role, options));
+    self->received_ = self->make_memory(std::size_t{options.depth} * options.message_size);
+    self->qp_->also_tell_when_context_gone(self);
+    std::lock_guard lock(self->mutex_);
+    for (std::uint32_t slot = 0; slot < options.depth; ++slot) self->repost(slot);
+    return self;
+}
+
+stream_impl::stream_impl(std::shared_ptr<qp_impl> qp, stream_role role, const stream_options& options)
+    : qp_(std::move(qp)), role_(role), options_(options) {}
+
+std::shared_ptr<stream_impl::memory> stream_impl::make_memory(std::size_t bytes) const {
+    ibv_qp* native = qp_->native();
+    if (!native) throw boost::system::system_error(errc::not_open, "stream: its queue pair");
+    std::vector<std::byte> buffer(bytes);
+    memory_region region(native->pd, buffer);
+    auto m = std::make_shared<memory>(memory{std::move(buffer), std::move(region)});
+    // The device may use the buffers until the queue pair is destroyed; the registration
+    // goes then, before the id (as a receive pool's).
+    qp_->on_destroyed([m] { m->region.reset(); });
+    return m;
+}
+
+error_code stream_impl::opened(stream_wire::hello peer) {
+    std::lock_guard lock(mutex_);
+    if (closed_) return errc::not_open;
+    send_size_ = std::min(peer.message_size, options_.message_size);
+    try {
+        sending_ = make_memory(std::size_t{options_.send_depth} * send_size_);
+        free_sends_.reserve(options_.send_depth);
+        for (std::uint32_t slot = options_.send_depth; slot-- > 0;) free_sends_.push_back(slot);
+        credits_.emplace(stream_credit_rules::for_depth(options_.depth), peer.depth);
+        if (role_ == stream_role::client) {
+            send(stream_wire::kind::credits, nullptr, 0, 0); // the client speaks first
+            nudge_timer_.emplace(qp_->get_executor());
+            nudge_after_ = first_nudge;
+            nudge_timer_->expires_after(nudge_after_);
+            nudge_timer_->async_wait([weak = weak_from_this()](error_code ec) {
+                if (auto self = weak.lock(); self && !ec) self->nudge();
+            });
+        }
+    } catch (const boost::system::system_error& e) {
+        return e.code();
+    } catch (const std::bad_alloc&) {
+        return make_error_code(boost::system::errc::not_enough_memory);
+    }
+    progress();
+    return {};
+}
+
+// siw may leave the client's first message unread until more data comes (R9): until the
+// server's answer arrives, another message of credits alone — each takes a receive the
+// server posts again at once, and only while the data window has room.
+void stream_impl::nudge() {
+    std::lock_guard lock(mutex_);
+    if (closed_ || heard_ || broken_) return;
+    if (credits_->may_send_data() && !free_sends_.empty()) send(stream_wire::kind::credits, nullptr, 0, 0);
+    if (nudge_after_ >= last_nudge) return;
+    nudge_after_ *= 2;
+    nudge_timer_->expires_after(nudge_after_);
+    nudge_timer_->async_wait([weak = weak_from_this()](error_code ec) {
+        if (auto self = weak.lock(); self && !ec) self->nudge();
+    });
+}
+
+void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) {
+    bool close_queue_pair = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_ || broken_) return; // (the rest of a flush)
+        if (ec) {
+            fail(ec);
+        } else {
+            const auto message =
+                std::span<const std::byte>(received_->buffer).subspan(std::size_t{slot} * options_.message_size, bytes);
+            const auto h = stream_wire::parse(message);
+            if (!h || !credits_ || (end_heard_ && h->what == stream_wire::kind::data)) {
+                fail(errc::protocol_error);
+                close_queue_pair = true; // what the peer sends next finds no receive: its error
+            } else {
+                if (!heard_ && nudge_timer_) nudge_timer_->cancel();
+                heard_ = true;
+                credits_->heard(h->posted);
+                if (h->what == stream_wire::kind::data)
+                    data_.push_back({slot, static_cast<std::uint32_t>(bytes), stream_wire::header_size});
+                else
+                    repost(slot); // (its count is all it carried)
+                if (h->what == stream_wire::kind::end) end_heard_ = true;
+            }
+        }
+        progress();
+    }
+    if (close_queue_pair) qp_->close();
+}
+
+void stream_impl::sent(std::uint32_t slot, error_code ec) {
+    std::lock_guard lock(mutex_);
+    free_sends_.push_back(slot);
+    --in_flight_;
+    if (closed_) return;
+    if (ec) fail(ec);
+    progress();
+}
+
+void stream_impl::progress() {
+    if (!credits_ || closed_) return;
+    if (broken_) {
+        if (writer_) {
+            post_completion(std::move(writer_->h), as_seen_by_user(broken_), 0);
+            writer_.reset();
+        }
+        if (shutdown_waiter_) post_completion(std::move(shutdown_waiter_), as_seen_by_user(broken_));
+    } else if (may_speak()) {
+        if (writer_) {
+            if (const std::size_t n = send_data(writer_->buffers)) {
+                post_completion(std::move(writer_->h), {}, n);
+                writer_.reset();
+            }
+        }
+        if (end_ == end_state::queued && !writer_ && credits_->may_send_data() && !free_sends_.empty()) {
+            send(stream_wire::kind::end, nullptr, 0, 0);
+            end_ = end_state::sent;
+        }
+        // The server answers the client's first message at once (the client nudges until it
+        // does); then credits alone go as the rules say.
+        const bool answer = role_ == stream_role::server && !answered_;
+        if ((answer ? credits_->may_send_data() : credits_->credits_due()) && !free_sends_.empty())
+            send(stream_wire::kind::credits, nullptr, 0, 0);
+        if (shutdown_waiter_ && end_ == end_state::sent && in_flight_ == 0)
+            post_completion(std::move(shutdown_waiter_), {});
+    }
+    if (reader_ && (!data_.empty() || end_heard_ || broken_)) {
+        read_woken_ = reader_->id;
+        read_woken_cancelled_ = false;
+        auto r = std::move(*reader_);
+        reader_.reset();
+        wake_read(std::move(r.h), r.buffers);
+    }
+    update_hold();
+}
+
+bool stream_impl::may_speak() const noexcept { return role_ == stream_role::client || heard_; }
+
+std::size_t stream_impl::send_data(const const_buffer_list& buffers) {
+    std::size_t done = 0;
+    while (done < buffers.bytes && credits_->may_send_data() && !free_sends_.empty()) {
+        const std::size_t n = std::min(buffers.bytes - done, std::size_t{send_size_} - stream_wire::header_size);
+        send(stream_wire::kind::data, &buffers, done, n);
+        done += n;
+    }
+    return done;
+}
+
+void stream_impl::send(stream_wire::kind what, const const_buffer_list* payload, std::size_t from, std::size_t bytes) {
+    const std::uint32_t slot = free_sends_.back();
+    free_sends_.pop_back();
+    std::byte* const base = sending_->buffer.data() + std::size_t{slot} * send_size_;
+    stream_wire::put(base, {what, credits_->sent()});
+    // The payload: `bytes` of the list's, from byte `from` on.
+    std::byte* to = base + stream_wire::header_size;
+    std::size_t skip = from, left = bytes;
+    for (const auto& part : payload ? payload->view() : std::span<const boost::asio::const_buffer>{}) {
+        if (left == 0) break;
+        if (skip >= part.size()) {
+            skip -= part.size();
+            continue;
+        }
+        const std::size_t n = std::min(part.size() - skip, left);
+        std::memcpy(to, static_cast<const std::byte*>(part.data()) + skip, n);
+        to += n;
+        left -= n;
+        skip = 0;
+    }
+    ++in_flight_;
+    answered_ = answered_ || role_ == stream_role::server;
+    const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base),
+                      static_cast<std::uint32_t>(stream_wire::header_size + bytes), sending_->region.lkey()};
+    qp_->post({work_request::kind::send, std::span(&sge, 1)},
+              [self = shared_from_this(), slot](error_code ec, std::size_t) { self->sent(slot, ec); });
+}
+
+void stream_impl::repost(std::uint32_t slot) {
+    if (closed_ || broken_) return; // (the queue pair would flush it)
+    std::byte* const base = received_->buffer.data() + std::size_t{slot} * options_.message_size;
+    const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base), options_.message_size, received_->region.lkey()};
+    // Held by the receive: the device may write into the buffer until it completes.
+    qp_->post(
+        {work_request::kind::receive, std::span(&sge, 1)},
+        [self = shared_from_this(), slot](error_code ec, std::size_t n) { self->arrived(slot, ec, n); },
+        standing_receive);
+    if (credits_) credits_->reposted(); // (the first `depth` are the hello's)
+}
+
+void stream_impl::fail(error_code ec) {
+    if (!broken_) broken_ = ec;
+}
+
+void stream_impl::update_hold() noexcept {
+    const bool end_waits = end_ == end_state::queued && !broken_ && !closed_;
+    const int want =
+        int{reader_.has_value()} + int{writer_.has_value()} + int{end_waits} + int{static_cast<bool>(shutdown_waiter_)};
+    if (want == held_) return;
+    qp_->waiting_beside(want - held_); // the context runs while they wait, wherever the id moves
+    held_ = want;
+}
+
+void stream_impl::read(handler h, const mutable_buffer_list& buffers) {
+    std::uint64_t id = 0;
+    {
+        std::lock_guard lock(mutex_);
+        id = next_id_++;
+    }
+    // In place before the operation can complete on another thread (as a pool's receive).
+    // Every type: ending the wait loses nothing, the bytes wait for the next read.
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected())
+        slot.assign([weak = weak_from_this(), id](boost::asio::cancellation_type) {
+            if (auto self = weak.lock()) self->cancel_read(id);
+        });
+    std::lock_guard lock(mutex_);
+    if (closed_) return post_completion(std::move(h), errc::not_open, 0);
+    if (reader_ || read_woken_) return post_completion(std::move(h), errc::operation_in_progress, 0);
+    if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
+    reader_.emplace(waiting_read{std::move(h), buffers, id});
+    progress(); // woken at once if there is something to read
+}
+
+void stream_impl::write(handler h, const const_buffer_list& buffers) {
+    std::uint64_t id = 0;
+    {
+        std::lock_guard lock(mutex_);
+        id = next_id_++;
+    }
+    // A waiting write has sent nothing: every type ends it, nothing sent.
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected())
+        slot.assign([weak = weak_from_this(), id](boost::asio::cancellation_type) {
+            if (auto self = weak.lock()) self->cancel_write(id);
+        });
+    std::lock_guard lock(mutex_);
+    if (closed_) return post_completion(std::move(h), errc::not_open, 0);
+    if (writer_) return post_completion(std::move(h), errc::operation_in_progress, 0);
+    if (end_ != end_state::none) return post_completion(std::move(h), boost::asio::error::broken_pipe, 0);
+    if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), 0);
+    if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
+    writer_.emplace(waiting_write{std::move(h), buffers, id});
+    progress(); // what may go goes at once; the rest waits for credits or a send buffer
+}
+
+void stream_impl::shutdown(shutdown_handler h) {
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+        if (h) post_completion(std::move(h), errc::not_open);
+        return;
+    }
+    if (h && shutdown_waiter_) return post_completion(std::move(h), errc::operation_in_progress);
+    if (end_ == end_state::none) end_ = end_state::queued;
+    if (h) shutdown_waiter_ = std::move(h);
+    progress();
+}
+
+void stream_impl::cancel_read(std::uint64_t id) noexcept {
+    std::lock_guard lock(mutex_);
+    if (read_woken_ == id) {
+        read_woken_cancelled_ = true; // its handler, about to run, finds out
+        return;
+    }
+    if (!reader_ || reader_->id != id) return; // completed already
+    post_completion(std::move(reader_->h), boost::asio::error::operation_aborted, 0);
+    reader_.reset();
+    update_hold();
+}
+
+void stream_impl::cancel_write(std::uint64_t id) noexcept {
+    std::lock_guard lock(mutex_);
+    if (!writer_ || writer_->id != id) return; // completed already
+    post_completion(std::move(writer_->h), boost::asio::error::operation_aborted, 0);
+    writer_.reset();
+    update_hold();
+}
+
+void stream_impl::close() noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) return;
+        if (reader_) post_completion(std::move(reader_->h), boost::asio::error::operation_aborted, 0);
+        if (writer_) post_completion(std::move(writer_->h), boost::asio::error::operation_aborted, 0);
+        if (shutdown_waiter_) post_completion(std::move(shutdown_waiter_), boost::asio::error::operation_aborted);
+        reader_.reset();
+        writer_.reset();
+        closed_ = true;
+        data_.clear(); // their buffers are not posted again
+        if (nudge_timer_) nudge_timer_->cancel();
+        update_hold();
+    }
+    qp_->close(); // its receives and sends complete, flushed; their buffers go with them
+}
+
+void stream_impl::context_gone() noexcept {
+    // Destroyed outside the lock: a coroutine frame they hold may close the stream.
+    std::optional<waiting_read> r;
+    std::optional<waiting_write> w;
+    shutdown_handler s, unrun_shutdown;
+    std::vector<handler> unrun;
+    std::lock_guard lock(mutex_);
+    r.swap(reader_);
+    w.swap(writer_);
+    s = std::move(shutdown_waiter_);
+    unrun.swap(unrun_);
+    unrun_shutdown = std::move(unrun_shutdown_);
+    update_hold();
+}
+
+void stream_impl::wake_read(handler h, const mutable_buffer_list& buffers) {
+    auto to = qp_->enter_executor(); // (from a read's caller: maybe not the context's thread)
+    const auto& ex = to.executor;
+    if (!ex) return; // the context has shut down: nothing runs there any more
+    boost::asio::post(ex, [self = shared_from_this(), h = std::move(h), buffers, ex]() mutable {
+        auto handler_ex = boost::asio::get_associated_executor(h, ex);
+        boost::asio::dispatch(handler_ex, [self = std::move(self), h = std::move(h), buffers]() mutable {
+            self->deliver(std::move(h), buffers);
+        });
+    });
+}
+
+void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
+    std::size_t n = 0;
+    error_code ec;
+    {
+        std::lock_guard lock(mutex_);
+        const bool cancelled = read_woken_cancelled_;
+        read_woken_.reset();
+        if (closed_ || cancelled) {
+            ec = boost::asio::error::operation_aborted;
+        } else {
+            for (const auto& part : buffers.view()) {
+                std::size_t filled = 0;
+                while (filled < part.size() && !data_.empty()) {
+                    auto& d = data_.front();
+                    const std::size_t k = std::min<std::size_t>(part.size() - filled, d.end - d.offset);
+                    std::memcpy(static_cast<std::byte*>(part.data()) + filled,
+                                received_->buffer.data() + std::size_t{d.slot} * options_.message_size + d.offset, k);
+                    filled += k;
+                    d.offset += static_cast<std::uint32_t>(k);
+                    if (d.offset == d.end) {
+                        const std::uint32_t slot = d.slot;
+                        data_.pop_front();
+                        repost(slot); // read: its receive goes back, and counts for the peer
+                    }
+                }
+                n += filled;
+                if (data_.empty()) break;
+            }
+            if (n == 0) ec = end_heard_ ? error_code(boost::asio::error::eof) : as_seen_by_user(broken_);
+            progress(); // credits for what was read
+        }
+    }
+    std::move(h)(ec, n);
+}
+
+void stream_impl::post_completion(handler h, error_code ec, std::size_t n) {
+    auto to = qp_->enter_executor(); // (a call into the context until the post is made: W7)
+    if (to.executor)
+        boost::asio::post(to.executor, boost::asio::append(std::move(h), ec, n));
+    else
+        unrun_.push_back(std::move(h)); // (not destroyed under the lock: see context_gone)
+}
+
+void stream_impl::post_completion(shutdown_handler h, error_code ec) {
+    auto to = qp_->enter_executor();
+    if (to.executor)
+        boost::asio::post(to.executor, boost::asio::append(std::move(h), ec));
+    else
+        unrun_shutdown_ = std::move(h);
+}
+
+} // namespace rdmacm::detail

@@ -1,0 +1,140 @@
+#pragma once
+// The engine behind a stream (compiled in src/stream/stream_impl.cpp): a queue pair, the
+// receives it keeps posted for the peer's messages and the send buffers its own go from,
+// the credits that keep every send within a receive the peer posted (stream_credits.hpp),
+// and the one read and one write that may wait.
+//
+// Threads: the receives' and sends' completions run on the queue pair's executor (the id's,
+// wherever it moves); operations start on any thread. One lock over the state; it is never
+// held while a user's handler runs or is destroyed (handlers are posted), and is taken
+// before the queue pair's (posts are made under it; the queue pair never calls back under
+// its own).
+//
+// Reads take their bytes when their handler is about to run, on its own executor (as a
+// receive pool's messages are taken): a cancellation that reaches a woken read before then
+// ends it with operation_aborted and leaves the bytes for the next read.
+#include "common/context_bound.hpp"
+#include "stream/stream_credits.hpp"
+#include "stream/stream_wire.hpp"
+#include "verbs/qp_impl.hpp"
+
+#include "rdmacm/detail/stream_base.hpp"
+#include "rdmacm/memory_region.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace rdmacm::detail {
+
+class stream_impl final : public std::enable_shared_from_this<stream_impl>, public context_user {
+public:
+    using handler = stream_base::handler;
+    using shutdown_handler = stream_base::shutdown_handler;
+
+    // Registers the receive buffers on `qp`'s protection domain and posts a receive into
+    // each; throws system_error ("ibv_reg_mr"; errc::not_open with no queue pair).
+    static std::shared_ptr<stream_impl> create(std::shared_ptr<qp_impl> qp, stream_role role,
+                                               const stream_options& options);
+    // The peer's hello: the send buffers are made, and the client speaks first (a message of
+    // credits alone, nudged again until the server answers: siw's first-message race, R9).
+    error_code opened(stream_wire::hello peer);
+
+    void read(handler h, const mutable_buffer_list& buffers);
+    void write(handler h, const const_buffer_list& buffers);
+    // Queues the end of the data; `h` (if any) completes once it and everything before it
+    // was sent and acknowledged by the peer's device.
+    void shutdown(shutdown_handler h);
+    // Ends waiting operations (operation_aborted) and the queue pair.
+    void close() noexcept;
+    // The context shut down: waiting handlers go, never called, as Asio's do.
+    void context_gone() noexcept override;
+
+    boost::asio::any_io_executor executor() const { return qp_->get_executor(); }
+
+private:
+    struct memory {
+        std::vector<std::byte> buffer;
+        memory_region region;
+    };
+    struct parked_data {
+        std::uint32_t slot;
+        std::uint32_t end;    // the message's length
+        std::uint32_t offset; // the next byte to read (starts after the header)
+    };
+    struct waiting_read {
+        handler h;
+        mutable_buffer_list buffers;
+        std::uint64_t id;
+    };
+    struct waiting_write {
+        handler h;
+        const_buffer_list buffers;
+        std::uint64_t id;
+    };
+    enum class end_state : std::uint8_t { none, queued, sent };
+
+    stream_impl(std::shared_ptr<qp_impl> qp, stream_role role, const stream_options& options);
+    std::shared_ptr<memory> make_memory(std::size_t bytes) const;
+
+    // Completions (on the queue pair's executor).
+    void arrived(std::uint32_t slot, error_code ec, std::size_t bytes);
+    void sent(std::uint32_t slot, error_code ec);
+    void nudge();
+
+    // Under the lock.
+    void progress(); // what may go now goes; what may complete is woken
+    std::size_t send_data(const const_buffer_list& buffers);
+    void send(stream_wire::kind what, const const_buffer_list* payload, std::size_t from, std::size_t bytes);
+    void repost(std::uint32_t slot);
+    void fail(error_code ec);        // the first error sticks; what waits is woken
+    void update_hold() noexcept;     // the context's work while something waits
+    bool may_speak() const noexcept; // the server: once the client spoke (siw R10)
+
+    void cancel_read(std::uint64_t id) noexcept;
+    void cancel_write(std::uint64_t id) noexcept;
+    void wake_read(handler h, const mutable_buffer_list& buffers); // queued; deliver() takes the bytes
+    void deliver(handler h, const mutable_buffer_list& buffers);
+    // `h` completes with (ec, n) on the queue pair's executor, never inline.
+    void post_completion(handler h, error_code ec, std::size_t n);
+    void post_completion(shutdown_handler h, error_code ec);
+
+    std::shared_ptr<qp_impl> qp_;
+    const stream_role role_;
+    const stream_options options_;
+    std::shared_ptr<memory> received_; // options_.depth slots of options_.message_size
+    std::shared_ptr<memory> sending_;  // options_.send_depth slots of send_size_ (once opened)
+
+    std::mutex mutex_;
+    std::optional<stream_credits> credits_; // once opened
+    std::uint32_t send_size_ = 0;
+    std::vector<std::uint32_t> free_sends_;
+    std::uint32_t in_flight_ = 0; // sends not yet completed
+    bool heard_ = false;          // a message of the peer's arrived
+    bool answered_ = false;       // the server's first message (its answer to the client's) went
+    std::deque<parked_data> data_;
+    bool end_heard_ = false;
+    error_code broken_;
+    end_state end_ = end_state::none;
+    std::optional<waiting_read> reader_;
+    std::optional<std::uint64_t> read_woken_; // a read whose handler is queued
+    bool read_woken_cancelled_ = false;
+    std::optional<waiting_write> writer_;
+    shutdown_handler shutdown_waiter_;
+    std::uint64_t next_id_ = 0;
+    int held_ = 0; // what update_hold last told the queue pair
+    // Handlers with nowhere to run (the context shutting down), kept for context_gone to
+    // destroy outside the lock.
+    std::vector<handler> unrun_;
+    shutdown_handler unrun_shutdown_;
+    std::optional<boost::asio::steady_timer> nudge_timer_;
+    std::chrono::milliseconds nudge_after_{0};
+    bool closed_ = false;
+};
+
+} // namespace rdmacm::detail

@@ -1,0 +1,290 @@
+// rdmacm::stream on the kernel CM and a real (soft) device: bytes delivered once, in order,
+// both ways at once, whatever the read and write sizes; the end of the data as eof, each way
+// on its own; a slow reader holds the writer back (credits), nothing lost; a cancelled read
+// or a waiting write cancelled loses nothing; a peer that closes is a reset, not a hang; a
+// peer that does not speak the protocol is refused; Asio's composed reads run over it.
+#include "support/fixture.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace rdmacm;
+using namespace rdmacm::test;
+using namespace boost::asio::experimental::awaitable_operators;
+using asio::awaitable;
+using asio::use_awaitable;
+
+namespace {
+
+// Small enough that every transfer below runs out of credits many times over.
+constexpr stream_options tight{.depth = 3, .message_size = 512, .send_depth = 2};
+
+// A listener and both ends of a stream on one context's channel.
+struct stream_pair {
+    asio::io_context& ctx;
+    listener l{ctx};
+    stream server, client;
+
+    stream_pair(asio::io_context& on, stream_options server_options = {}, stream_options client_options = {})
+        : ctx(on), server(on, server_options), client(on, client_options) {
+        l.bind(device_endpoint());
+        l.listen();
+    }
+    awaitable<void> open() {
+        co_await (accept() && client.async_connect(device_endpoint(l.local_endpoint().port()), use_awaitable));
+    }
+    awaitable<void> accept() {
+        auto request = co_await l.async_get_request(use_awaitable);
+        co_await server.async_accept(std::move(request), use_awaitable);
+    }
+};
+
+std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::byte> out(n);
+    for (auto& b : out) b = static_cast<std::byte>(rng());
+    return out;
+}
+
+// Writes `data` in writes of random sizes (1 .. `most` bytes), then ends the data.
+awaitable<void> send_all(stream& s, const std::vector<std::byte>& data, std::size_t most, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    for (std::size_t at = 0; at < data.size();) {
+        const std::size_t n = std::min<std::size_t>(rng() % most + 1, data.size() - at);
+        co_await asio::async_write(s, asio::buffer(data.data() + at, n), use_awaitable);
+        at += n;
+    }
+    co_await s.async_shutdown(use_awaitable);
+}
+
+// Reads to the end of the data in reads of random sizes (1 .. `most` bytes).
+awaitable<std::vector<std::byte>> receive_all(stream& s, std::size_t most, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::byte> out, buf(most);
+    for (;;) {
+        auto [ec, n] =
+            co_await s.async_read_some(asio::buffer(buf.data(), rng() % most + 1), asio::as_tuple(use_awaitable));
+        if (ec == asio::error::eof) break;
+        if (ec) throw boost::system::system_error(ec, "read");
+        BOOST_REQUIRE(n > 0);
+        out.insert(out.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    co_return out;
+}
+
+awaitable<void> sleep_for(std::chrono::milliseconds d) {
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(use_awaitable);
+}
+
+// Every operation done and every id gone, the context runs out of work.
+struct stream_fixture {
+    asio::io_context ctx;
+    ~stream_fixture() {
+        BOOST_TEST(runs_out_of_work(ctx),
+                   "the test left work behind: its io_context still had some 30 s after it ended");
+        report_thread_checks();
+    }
+};
+
+void both_ways_at_once(asio::io_context& ctx, stream_options options, std::size_t bytes) {
+    run(
+        ctx,
+        [&]() -> awaitable<void> {
+            stream_pair p(ctx, options, options);
+            co_await p.open();
+            const auto up = random_bytes(bytes, 1), down = random_bytes(bytes, 2);
+            std::vector<std::byte> got_up, got_down;
+            co_await (
+                send_all(p.client, up, 3000, 3) && [&]() -> awaitable<void> {
+                    got_up = co_await receive_all(p.server, 5000, 4);
+                }() && send_all(p.server, down, 7000, 5) && [&]() -> awaitable<void> {
+                    got_down = co_await receive_all(p.client, 2000, 6);
+                }());
+            BOOST_TEST(got_up.size() == up.size());
+            BOOST_TEST((got_up == up), "client to server: the bytes differ");
+            BOOST_TEST(got_down.size() == down.size());
+            BOOST_TEST((got_down == down), "server to client: the bytes differ");
+        }(),
+        120s);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(bytes_arrive_once_in_order_both_ways_at_once, stream_fixture) {
+    both_ways_at_once(ctx, tight, 256 * 1024);   // ~500 messages each way, three receives each side
+    both_ways_at_once(ctx, {}, 4 * 1024 * 1024); // the default sizes
+}
+
+BOOST_FIXTURE_TEST_CASE(each_side_ends_its_data_on_its_own, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx);
+        co_await p.open();
+        const std::string request = "GET /", response = "200 OK";
+        co_await asio::async_write(p.client, asio::buffer(request), use_awaitable);
+        co_await p.client.async_shutdown(use_awaitable);
+        // The server reads the request, then eof; it still writes, and the client reads that.
+        std::string got;
+        auto [ec, n] = co_await asio::async_read(p.server, asio::dynamic_buffer(got), asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec == asio::error::eof, ec.message());
+        BOOST_TEST(got == request);
+        auto [ec_again, n_again] = co_await p.server.async_read_some(asio::buffer(got), asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec_again == asio::error::eof, "eof again: " << ec_again.message());
+        auto [write_after_end, w] =
+            co_await p.client.async_write_some(asio::buffer(request), asio::as_tuple(use_awaitable));
+        BOOST_TEST(write_after_end == asio::error::broken_pipe, write_after_end.message());
+
+        co_await asio::async_write(p.server, asio::buffer(response), use_awaitable);
+        p.server.shutdown();
+        std::string answer;
+        auto [ec2, n2] =
+            co_await asio::async_read(p.client, asio::dynamic_buffer(answer), asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec2 == asio::error::eof, ec2.message());
+        BOOST_TEST(answer == response);
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_slow_reader_holds_the_writer_back_and_loses_nothing, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx, tight, {});
+        co_await p.open();
+        const auto data = random_bytes(64 * 1024, 7);
+        bool written = false;
+        auto write = [&]() -> awaitable<void> {
+            co_await asio::async_write(p.client, asio::buffer(data), use_awaitable);
+            written = true;
+            co_await p.client.async_shutdown(use_awaitable);
+        };
+        auto slow_read = [&]() -> awaitable<std::vector<std::byte>> {
+            co_await sleep_for(300ms);
+            // The server's two data receives (three, one kept for credits) hold ~1 KiB: the
+            // writer waits for the reader.
+            BOOST_TEST(!written, "64 KiB written with nothing read: the writer was not held back");
+            co_return co_await receive_all(p.server, 100, 8);
+        };
+        auto got = co_await (write() && slow_read());
+        BOOST_TEST(written);
+        BOOST_TEST((got == data), "the bytes differ");
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_cancelled_read_loses_nothing, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx);
+        co_await p.open();
+        std::array<char, 16> buf{};
+        auto timer = [&]() -> awaitable<void> { co_await sleep_for(50ms); };
+        auto first = co_await (p.server.async_read_some(asio::buffer(buf), use_awaitable) || timer());
+        BOOST_TEST(first.index() == 1, "the read ended before anything was sent");
+        co_await asio::async_write(p.client, asio::buffer(std::string("after")), use_awaitable);
+        const std::size_t n = co_await p.server.async_read_some(asio::buffer(buf), use_awaitable);
+        BOOST_TEST(std::string(buf.data(), n) == "after");
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_waiting_write_cancelled_sent_nothing, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx, tight, {});
+        co_await p.open();
+        const auto data = random_bytes(32 * 1024, 9);
+        std::size_t sent = 0;
+        int cancelled = 0;
+        // Writes until one waits long enough to be cancelled (the server reads nothing yet).
+        while (cancelled == 0 && sent < data.size()) {
+            auto r = co_await (
+                p.client.async_write_some(asio::buffer(data.data() + sent, data.size() - sent), use_awaitable) ||
+                sleep_for(100ms));
+            if (r.index() == 0)
+                sent += std::get<0>(r);
+            else
+                ++cancelled;
+        }
+        BOOST_TEST(cancelled == 1);
+        BOOST_TEST(sent < data.size());
+        // (The end goes once the server reads and gives credits: queued, not waited for.)
+        p.client.shutdown();
+        auto got = co_await receive_all(p.server, 4096, 10);
+        BOOST_TEST(got.size() == sent, "read " << got.size() << " bytes of the " << sent << " written");
+        BOOST_TEST((std::equal(got.begin(), got.end(), data.begin())), "the bytes differ");
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_peer_that_closes_is_a_reset_not_a_hang, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx);
+        co_await p.open();
+        co_await asio::async_write(p.client, asio::buffer(std::string("hello")), use_awaitable);
+        std::array<char, 5> buf{};
+        co_await asio::async_read(p.server, asio::buffer(buf), use_awaitable);
+        p.server.close();
+        auto [ec, n] = co_await p.client.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec == asio::error::connection_reset, ec.message());
+        auto [wec, wn] =
+            co_await asio::async_write(p.client, asio::buffer(std::string(100000, 'x')), asio::as_tuple(use_awaitable));
+        BOOST_TEST(wec == asio::error::connection_reset, wec.message());
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_peer_that_does_not_speak_the_protocol_is_refused, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        listener l(ctx);
+        l.bind(device_endpoint());
+        l.listen();
+        stream server(ctx);
+        cm_id raw(ctx);
+        auto accept = [&]() -> awaitable<error_code> {
+            auto request = co_await l.async_get_request(use_awaitable);
+            auto [ec] = co_await server.async_accept(std::move(request), asio::as_tuple(use_awaitable));
+            co_return ec;
+        };
+        auto connect = [&]() -> awaitable<error_code> {
+            auto [ec, ev] = co_await async_connect(raw, device_endpoint(l.local_endpoint().port()), with_qp(),
+                                                   asio::as_tuple(use_awaitable));
+            co_return ec;
+        };
+        auto [accepted, connected] = co_await (accept() && connect());
+        BOOST_TEST((accepted == errc::protocol_error), accepted.message());
+        BOOST_TEST((connected == errc::rejected), connected.message());
+        BOOST_TEST(!server.is_open());
+    }());
+}
+
+BOOST_FIXTURE_TEST_CASE(asio_s_composed_reads_run_over_it, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx, tight, tight);
+        co_await p.open();
+        const std::string text = "one\ntwo\nthree\n" + std::string(2000, 'x') + "\nlast\n";
+        auto write = [&]() -> awaitable<void> {
+            for (std::size_t at = 0; at < text.size(); at += 7)
+                co_await asio::async_write(p.client, asio::buffer(text.substr(at, 7)), use_awaitable);
+            co_await p.client.async_shutdown(use_awaitable);
+        };
+        auto read_lines = [&]() -> awaitable<std::vector<std::string>> {
+            std::vector<std::string> lines;
+            std::string pending;
+            for (;;) {
+                auto [ec, n] = co_await asio::async_read_until(p.server, asio::dynamic_buffer(pending), '\n',
+                                                               asio::as_tuple(use_awaitable));
+                if (ec == asio::error::eof) break;
+                if (ec) throw boost::system::system_error(ec);
+                lines.push_back(pending.substr(0, n - 1));
+                pending.erase(0, n);
+            }
+            co_return lines;
+        };
+        auto lines = co_await (write() && read_lines());
+        BOOST_REQUIRE(lines.size() == 5u);
+        BOOST_TEST(lines[0] == "one");
+        BOOST_TEST(lines[2] == "three");
+        BOOST_TEST(lines[3] == std::string(2000, 'x'));
+        BOOST_TEST(lines[4] == "last");
+    }());
+}
