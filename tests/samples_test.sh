@@ -1,7 +1,8 @@
 #!/bin/bash
 # The samples on the test device, as a user runs them: the hello pair, the co_await CM server and client
 # (greeting, disconnect, SIGINT stops the server cleanly), the live migration demo, the
-# echo client and server over send/receive, the sharded echo server and the rebalance demo,
+# echo client and server over send/receive, the HTTP server and client (Beast over a stream),
+# the sharded echo server and the rebalance demo,
 # and rdma-core's ucmatose and cmtime clients against our cmatose_server. Bounded in time.
 # One kernel race is retried, named and bounded (ucmatose on siw, below); nothing else is.
 set -euo pipefail
@@ -109,6 +110,17 @@ fi
 stop_server
 [ "$(grep -c 'closed after 2000 messages' "$out")" = 4 ]
 [ "$(sed -n 's/.* on shard \([0-9]*\) from .*/\1/p' "$out" | sort -u | wc -l)" = 4 ]
+
+# HTTP/1.1 with Beast over an rdmacm::stream: 100 keep-alive requests, each body checked,
+# two clients one after the other.
+start_server "$samples/http_server" "$addr" 0
+for _ in 1 2; do
+    http=$(timeout 60 "$samples/http_client" "$addr" "$port" 100)
+    echo "$http"
+    grep -qx 'client: 100 requests over RDMA, all bodies correct' <<<"$http"
+done
+stop_server
+[ "$(grep -c 'closed after 100 requests' "$out")" = 2 ]
 
 # Connections moved between shards while they carry traffic: none lost.
 rebalance=$(timeout 90 "$samples/rebalance_demo" "$addr" 8 4)
