@@ -12,6 +12,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <atomic>
+#include <functional>
+#include <future>
 #include <random>
 #include <string>
 #include <vector>
@@ -287,4 +290,91 @@ BOOST_FIXTURE_TEST_CASE(asio_s_composed_reads_run_over_it, stream_fixture) {
         BOOST_TEST(lines[3] == std::string(2000, 'x'));
         BOOST_TEST(lines[4] == "last");
     }());
+}
+
+// The mission's own case: a live stream moves from one io_context (thread A) to another (B)
+// while bytes flow both ways. The server's reads and writes are plain callbacks with no
+// executor of their own: they follow the stream, and once the move has completed each runs
+// on B. Every byte arrives once, in order, each way.
+BOOST_AUTO_TEST_CASE(a_stream_moves_to_another_context_mid_transfer_losing_nothing) {
+    context_threads t(3); // 0: the client, 1: A (the server before the move), 2: B (after)
+    {
+        listener l(t[1]);
+        l.bind(device_endpoint());
+        l.listen();
+        stream server(t[1], tight), client(t[0], tight);
+        auto accepted = asio::co_spawn(
+            t[1],
+            [&]() -> awaitable<void> {
+                co_await server.async_accept(co_await l.async_get_request(use_awaitable), use_awaitable);
+            },
+            asio::use_future);
+        auto connected = client.async_connect(device_endpoint(l.local_endpoint().port()), asio::use_future);
+        BOOST_REQUIRE(ready_within(accepted));
+        BOOST_REQUIRE(ready_within(connected));
+        accepted.get();
+        connected.get();
+
+        const auto up = random_bytes(1024 * 1024, 11), down = random_bytes(1024 * 1024, 12);
+        auto client_side = asio::co_spawn(
+            t[0],
+            [&]() -> awaitable<std::vector<std::byte>> {
+                co_return co_await (send_all(client, up, 3000, 13) && receive_all(client, 4000, 14));
+            },
+            asio::use_future);
+
+        // The server: a chain of reads, the move started a quarter of the way in, and one
+        // write of everything (Asio's composed async_write), then the end of its data.
+        std::vector<std::byte> got;
+        std::array<std::byte, 3000> buf{};
+        bool move_started = false;
+        std::atomic<bool> moved{false};
+        std::optional<error_code> move_result, read_result, write_result;
+        std::atomic<int> reads_on_b{0}, reads_elsewhere{0};
+        std::promise<void> read_done, write_done, move_done;
+        std::function<void(error_code, std::size_t)> on_read = [&](error_code ec, std::size_t n) {
+            if (moved) ++(std::this_thread::get_id() == t.thread(2) ? reads_on_b : reads_elsewhere);
+            if (ec) {
+                read_result = ec;
+                return read_done.set_value();
+            }
+            got.insert(got.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+            if (got.size() >= up.size() / 4 && !move_started) {
+                move_started = true; // (the reads run one at a time)
+                server.id().async_migrate(t[2].get_executor(), [&](error_code mec) {
+                    move_result = mec;
+                    moved = true;
+                    move_done.set_value();
+                });
+            }
+            server.async_read_some(asio::buffer(buf), on_read);
+        };
+        server.async_read_some(asio::buffer(buf), on_read);
+        asio::async_write(server, asio::buffer(down), [&](error_code ec, std::size_t) {
+            if (ec) {
+                write_result = ec;
+                return write_done.set_value();
+            }
+            server.async_shutdown([&](error_code sec) {
+                write_result = sec;
+                write_done.set_value();
+            });
+        });
+        auto read_future = read_done.get_future(), write_future = write_done.get_future(),
+             move_future = move_done.get_future();
+        BOOST_REQUIRE(ready_within(client_side, 90s));
+        BOOST_REQUIRE(ready_within(read_future, 30s));
+        BOOST_REQUIRE(ready_within(write_future, 30s));
+        BOOST_REQUIRE(ready_within(move_future, 30s));
+        const auto client_got = client_side.get();
+        BOOST_TEST(!*move_result, move_result->message());
+        BOOST_TEST((*read_result == asio::error::eof), read_result->message());
+        BOOST_TEST(!*write_result, write_result->message());
+        BOOST_TEST((got == up), "client to server: " << got.size() << " bytes of " << up.size() << ", or they differ");
+        BOOST_TEST((client_got == down), "server to client: the bytes differ");
+        BOOST_TEST(reads_on_b > 0);
+        BOOST_TEST(reads_elsewhere == 0, reads_elsewhere << " reads completed off B after the move");
+        BOOST_TEST((server.get_executor() == t[2].get_executor()));
+    }
+    t.stop(); // every context runs out of work: nothing of ours is left
 }
