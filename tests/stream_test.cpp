@@ -3,7 +3,7 @@
 // on its own; a slow reader holds the writer back (credits), nothing lost; a cancelled read
 // or a waiting write cancelled loses nothing; a peer that closes is a reset, not a hang; a
 // peer that does not speak the protocol is refused; Asio's composed reads run over it.
-#include "support/fixture.hpp"
+#include "support/stream_pair.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -26,29 +26,6 @@ using asio::awaitable;
 using asio::use_awaitable;
 
 namespace {
-
-// Small enough that every transfer below runs out of credits many times over.
-constexpr stream_options tight{.depth = 3, .message_size = 512, .send_depth = 2};
-
-// A listener and both ends of a stream on one context's channel.
-struct stream_pair {
-    asio::io_context& ctx;
-    listener l{ctx};
-    stream server, client;
-
-    stream_pair(asio::io_context& on, stream_options server_options = {}, stream_options client_options = {})
-        : ctx(on), server(on, server_options), client(on, client_options) {
-        l.bind(device_endpoint());
-        l.listen();
-    }
-    awaitable<void> open() {
-        co_await (accept() && client.async_connect(device_endpoint(l.local_endpoint().port()), use_awaitable));
-    }
-    awaitable<void> accept() {
-        auto request = co_await l.async_get_request(use_awaitable);
-        co_await server.async_accept(std::move(request), use_awaitable);
-    }
-};
 
 std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
     std::mt19937 rng(seed);
@@ -87,16 +64,6 @@ awaitable<void> sleep_for(std::chrono::milliseconds d) {
     asio::steady_timer t(co_await asio::this_coro::executor, d);
     co_await t.async_wait(use_awaitable);
 }
-
-// Every operation done and every id gone, the context runs out of work.
-struct stream_fixture {
-    asio::io_context ctx;
-    ~stream_fixture() {
-        BOOST_TEST(runs_out_of_work(ctx),
-                   "the test left work behind: its io_context still had some 30 s after it ended");
-        report_thread_checks();
-    }
-};
 
 void both_ways_at_once(asio::io_context& ctx, stream_options options, std::size_t bytes) {
     run(

@@ -11,6 +11,7 @@
 #include <boost/beast/core/role.hpp>
 
 #include <array>
+#include <memory>
 
 namespace rdmacm {
 
@@ -24,7 +25,9 @@ template <typename Executor>
 struct teardown_op {
     basic_stream<Executor>& stream;
     boost::beast::role_type role;
-    std::array<std::byte, 512> discard{}; // (what the peer still sends: dropped)
+    // What the peer still sends, dropped: on the heap, where the read's buffer stays put
+    // while this operation moves from handler to handler.
+    std::unique_ptr<std::array<std::byte, 512>> discard = std::make_unique<std::array<std::byte, 512>>();
     enum class step : std::uint8_t { start, reading, ending, done } at = step::start;
 
     template <typename Self>
@@ -49,7 +52,7 @@ struct teardown_op {
     template <typename Self>
     void read(Self& self) {
         at = step::reading;
-        stream.async_read_some(boost::asio::buffer(discard), std::move(self));
+        stream.async_read_some(boost::asio::buffer(*discard), std::move(self));
     }
     template <typename Self>
     void end(Self& self) {
@@ -68,23 +71,23 @@ struct teardown_op {
 
 /// Closes the stream (Beast's `close_socket`, e.g. on a WebSocket time-out).
 template <typename Executor>
-void beast_close_socket(basic_stream<Executor>& stream) {
-    stream.close();
+void beast_close_socket(basic_stream<Executor>& s) {
+    s.close();
 }
 
 /// Beast's WebSocket teardown over a stream, as over TCP: an orderly end both ways, then the
 /// stream closed. Completes with `void(error_code)`.
 template <typename Executor, typename TeardownHandler>
-void async_teardown(boost::beast::role_type role, basic_stream<Executor>& stream, TeardownHandler&& handler) {
-    boost::asio::async_compose<TeardownHandler, void(error_code)>(detail::teardown_op<Executor>{stream, role}, handler,
-                                                                  stream.get_executor());
+void async_teardown(boost::beast::role_type role, basic_stream<Executor>& s, TeardownHandler&& handler) {
+    boost::asio::async_compose<TeardownHandler, void(error_code)>(detail::teardown_op<Executor>{s, role}, handler,
+                                                                  s.get_executor());
 }
 
 /// The synchronous teardown Beast's blocking calls ask for: not supported (the stream's
 /// operations are asynchronous only): `operation_not_supported`.
 template <typename Executor>
-void teardown(boost::beast::role_type, basic_stream<Executor>& stream, error_code& ec) {
-    stream.close();
+void teardown(boost::beast::role_type, basic_stream<Executor>& s, error_code& ec) {
+    s.close();
     ec = boost::asio::error::operation_not_supported;
 }
 

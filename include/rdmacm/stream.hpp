@@ -27,21 +27,23 @@ namespace detail {
 struct attach_stream {
     stream_base& stream;
     boost::asio::any_io_executor ex;
+    bool made = false; // the id is this operation's: a failure closes what it made
 
     error_code before_resolve(cm_id& id) {
-        if (id.is_open()) return {};
+        if (id.is_open() || stream.is_open()) return boost::asio::error::already_open;
         try {
             id = cm_id(ex);
         } catch (const boost::system::system_error& e) {
             return e.code();
         }
+        made = true;
         return {};
     }
     error_code before_connect(cm_id&) { return stream_access::prepare(stream, stream_role::client); }
     template <typename Self>
     void complete(Self& self, cm_id&, error_code ec, cm_event ev = {}) {
         if (!ec) ec = stream_access::opened(stream, ev.private_data());
-        if (ec) stream.close();
+        if (ec && made) stream.close();
         self.complete(ec);
     }
 };
@@ -53,16 +55,21 @@ struct accept_stream_op {
     stream_base& stream;
     connection_request request;
     std::array<std::byte, 12> hello;
-    bool accepting = false;
+    enum class step : std::uint8_t { start, accepting, refused } at = step::start;
 
     template <typename Self>
     void operator()(Self& self, error_code ec = {}, cm_event = {}) {
-        if (accepting) {
-            if (ec) stream.close();
+        if (at != step::start) {
+            if (ec && at == step::accepting) stream.close(); // (an open stream refused stays as it was)
             return self.complete(ec);
         }
-        accepting = true;
-        ec = stream_access::take(stream, std::move(request));
+        at = step::accepting;
+        if (stream.is_open() || stream.id().is_open()) {
+            at = step::refused;
+            ec = boost::asio::error::already_open;
+        } else {
+            ec = stream_access::take(stream, std::move(request));
+        }
         if (ec) // (never inside the initiating call)
             return boost::asio::post(stream.id().get_executor(), boost::asio::append(std::move(self), ec));
         const auto mine = hello; // (copied by the initiation, before `self` moves)
@@ -94,7 +101,9 @@ struct accept_stream_op {
 /// a write after `shutdown`; errc::not_open once closed.
 ///
 /// **Executor**: handlers run on their associated executor, by default the id's
-/// (`get_executor()`): the stream moves with its id (`id().async_migrate`), as its queue pair does.
+/// (`get_executor()`): after `async_connect`, the one the stream was made with; after
+/// `async_accept`, the request's (its listener's). The stream moves with its id
+/// (`id().async_migrate`), as its queue pair does.
 ///
 /// **Cancellation**: a read honours every type: it ends with operation_aborted and loses
 /// nothing (bytes that arrive are left for the next read, also when they came before the
@@ -119,8 +128,9 @@ public:
         using other = basic_stream<Executor1>;
     };
 
-    /// An unconnected stream; its connection's id will be made on the channel of the
-    /// execution context `ex` runs on, its handlers run on `ex` (a strand of it, say).
+    /// An unconnected stream. `async_connect` makes its id on the channel of the execution
+    /// context `ex` runs on, its handlers then run on `ex` (a strand of it, say); an accepted
+    /// stream's run where its request's id is (see the class's description).
     explicit basic_stream(const executor_type& ex, const stream_options& options = {})
         : stream_base(boost::asio::any_io_executor(ex), options) {}
     /// An unconnected stream on `ctx`.
@@ -142,7 +152,8 @@ public:
     /// `void(error_code)`.
     /// @par Errors
     /// As for `rdmacm::async_connect`; errc::protocol_error when the server does not speak
-    /// the stream protocol; EINVAL ("stream_options") for options out of range. A failed
+    /// the stream protocol; EINVAL ("stream_options") for options out of range;
+    /// `asio::error::already_open` for a stream that is open (it is left as it is). A failed
     /// connect leaves the stream closed.
     /// @par Per-Operation Cancellation
     /// As for `rdmacm::async_connect`.
@@ -163,7 +174,9 @@ public:
     /// `void(error_code)`.
     /// @par Errors
     /// As for `cm_id::async_accept`; errc::protocol_error when the request does not come
-    /// from a stream (it is rejected). A failed accept leaves the stream closed.
+    /// from a stream (it is rejected); `asio::error::already_open` for a stream that is open
+    /// (it is left as it is; the request is rejected). A failed accept leaves the stream
+    /// closed.
     /// @par Per-Operation Cancellation
     /// As for `cm_id::async_accept`.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))

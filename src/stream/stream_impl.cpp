@@ -64,12 +64,8 @@ error_code stream_impl::opened(stream_wire::hello peer) {
         credits_.emplace(stream_credit_rules::for_depth(options_.depth), peer.depth);
         if (role_ == stream_role::client) {
             send(stream_wire::kind::credits, nullptr, 0, 0); // the client speaks first
-            nudge_timer_.emplace(qp_->get_executor());
             nudge_after_ = first_nudge;
-            nudge_timer_->expires_after(nudge_after_);
-            nudge_timer_->async_wait([weak = weak_from_this()](error_code ec) {
-                if (auto self = weak.lock(); self && !ec) self->nudge();
-            });
+            arm_nudge();
         }
     } catch (const boost::system::system_error& e) {
         return e.code();
@@ -89,10 +85,23 @@ void stream_impl::nudge() {
     if (credits_->may_send_data() && !free_sends_.empty()) send(stream_wire::kind::credits, nullptr, 0, 0);
     if (nudge_after_ >= last_nudge) return;
     nudge_after_ *= 2;
-    nudge_timer_->expires_after(nudge_after_);
-    nudge_timer_->async_wait([weak = weak_from_this()](error_code ec) {
+    arm_nudge();
+}
+
+// A timer of its own for each wait, held by its handler: it goes with its context (the
+// stream may move to another context, and outlive this one), never after it.
+void stream_impl::arm_nudge() {
+    auto to = qp_->enter_executor(); // (a call into the context until the timer is made)
+    if (!to.executor) return;
+    auto timer = std::make_shared<boost::asio::steady_timer>(to.executor, nudge_after_);
+    nudge_timer_ = timer;
+    timer->async_wait([weak = weak_from_this(), timer](error_code ec) {
         if (auto self = weak.lock(); self && !ec) self->nudge();
     });
+}
+
+void stream_impl::stop_nudging() noexcept {
+    if (auto timer = nudge_timer_.lock()) timer->cancel();
 }
 
 void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) {
@@ -110,7 +119,7 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
                 fail(errc::protocol_error);
                 close_queue_pair = true; // what the peer sends next finds no receive: its error
             } else {
-                if (!heard_ && nudge_timer_) nudge_timer_->cancel();
+                if (!heard_) stop_nudging();
                 heard_ = true;
                 credits_->heard(h->posted);
                 if (h->what == stream_wire::kind::data)
@@ -128,7 +137,7 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
 void stream_impl::sent(std::uint32_t slot, error_code ec) {
     std::lock_guard lock(mutex_);
     free_sends_.push_back(slot);
-    --in_flight_;
+    ++completed_sends_;
     if (closed_) return;
     if (ec) fail(ec);
     progress();
@@ -152,13 +161,15 @@ void stream_impl::progress() {
         if (end_ == end_state::queued && !writer_ && credits_->may_send_data() && !free_sends_.empty()) {
             send(stream_wire::kind::end, nullptr, 0, 0);
             end_ = end_state::sent;
+            end_send_ = posted_sends_;
         }
         // The server answers the client's first message at once (the client nudges until it
         // does); then credits alone go as the rules say.
         const bool answer = role_ == stream_role::server && !answered_;
         if ((answer ? credits_->may_send_data() : credits_->credits_due()) && !free_sends_.empty())
             send(stream_wire::kind::credits, nullptr, 0, 0);
-        if (shutdown_waiter_ && end_ == end_state::sent && in_flight_ == 0)
+        // (RC completes sends in order: the end's completion follows every send before it.)
+        if (shutdown_waiter_ && end_ == end_state::sent && completed_sends_ >= end_send_)
             post_completion(std::move(shutdown_waiter_), {});
     }
     if (reader_ && (!data_.empty() || end_heard_ || broken_)) {
@@ -203,7 +214,7 @@ void stream_impl::send(stream_wire::kind what, const const_buffer_list* payload,
         left -= n;
         skip = 0;
     }
-    ++in_flight_;
+    ++posted_sends_;
     answered_ = answered_ || role_ == stream_role::server;
     const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base),
                       static_cast<std::uint32_t>(stream_wire::header_size + bytes), sending_->region.lkey()};
@@ -322,7 +333,7 @@ void stream_impl::close() noexcept {
         writer_.reset();
         closed_ = true;
         data_.clear(); // their buffers are not posted again
-        if (nudge_timer_) nudge_timer_->cancel();
+        stop_nudging();
         update_hold();
     }
     qp_->close(); // its receives and sends complete, flushed; their buffers go with them
@@ -332,21 +343,26 @@ void stream_impl::context_gone() noexcept {
     // Destroyed outside the lock: a coroutine frame they hold may close the stream.
     std::optional<waiting_read> r;
     std::optional<waiting_write> w;
-    shutdown_handler s, unrun_shutdown;
+    shutdown_handler s;
     std::vector<handler> unrun;
+    std::vector<shutdown_handler> unrun_shutdown;
     std::lock_guard lock(mutex_);
     r.swap(reader_);
     w.swap(writer_);
     s = std::move(shutdown_waiter_);
     unrun.swap(unrun_);
-    unrun_shutdown = std::move(unrun_shutdown_);
+    unrun_shutdown.swap(unrun_shutdown_);
     update_hold();
 }
 
 void stream_impl::wake_read(handler h, const mutable_buffer_list& buffers) {
     auto to = qp_->enter_executor(); // (from a read's caller: maybe not the context's thread)
     const auto& ex = to.executor;
-    if (!ex) return; // the context has shut down: nothing runs there any more
+    if (!ex) { // the context has shut down: nothing runs there any more
+        read_woken_.reset();
+        unrun_.push_back(std::move(h));
+        return;
+    }
     boost::asio::post(ex, [self = shared_from_this(), h = std::move(h), buffers, ex]() mutable {
         auto handler_ex = boost::asio::get_associated_executor(h, ex);
         boost::asio::dispatch(handler_ex, [self = std::move(self), h = std::move(h), buffers]() mutable {
@@ -403,7 +419,7 @@ void stream_impl::post_completion(shutdown_handler h, error_code ec) {
     if (to.executor)
         boost::asio::post(to.executor, boost::asio::append(std::move(h), ec));
     else
-        unrun_shutdown_ = std::move(h);
+        unrun_shutdown_.push_back(std::move(h));
 }
 
 } // namespace rdmacm::detail

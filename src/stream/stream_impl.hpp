@@ -86,6 +86,8 @@ private:
     void arrived(std::uint32_t slot, error_code ec, std::size_t bytes);
     void sent(std::uint32_t slot, error_code ec);
     void nudge();
+    void arm_nudge();             // under the lock
+    void stop_nudging() noexcept; // under the lock
 
     // Under the lock.
     void progress(); // what may go now goes; what may complete is woken
@@ -114,9 +116,10 @@ private:
     std::optional<stream_credits> credits_; // once opened
     std::uint32_t send_size_ = 0;
     std::vector<std::uint32_t> free_sends_;
-    std::uint32_t in_flight_ = 0; // sends not yet completed
-    bool heard_ = false;          // a message of the peer's arrived
-    bool answered_ = false;       // the server's first message (its answer to the client's) went
+    std::uint64_t posted_sends_ = 0, completed_sends_ = 0;
+    std::uint64_t end_send_ = 0; // posted_sends_ once the end of data was posted
+    bool heard_ = false;         // a message of the peer's arrived
+    bool answered_ = false;      // the server's first message (its answer to the client's) went
     std::deque<parked_data> data_;
     bool end_heard_ = false;
     error_code broken_;
@@ -131,8 +134,8 @@ private:
     // Handlers with nowhere to run (the context shutting down), kept for context_gone to
     // destroy outside the lock.
     std::vector<handler> unrun_;
-    shutdown_handler unrun_shutdown_;
-    std::optional<boost::asio::steady_timer> nudge_timer_;
+    std::vector<shutdown_handler> unrun_shutdown_;
+    std::weak_ptr<boost::asio::steady_timer> nudge_timer_; // the client's, until the server answers
     std::chrono::milliseconds nudge_after_{0};
     bool closed_ = false;
 };

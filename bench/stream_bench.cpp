@@ -1,0 +1,102 @@
+// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US]: rdmacm::stream measured the
+// way rdma-core's rstream measures rsockets (and TCP, `rstream -T s`), for
+// bench/stream_compare.sh to print beside them from the same run: after a 16-byte exchange,
+// the client writes COUNT transfers of SIZE bytes, then reads COUNT back; the server reads
+// them, then writes them back. Printed as rstream prints it: the time, Gb/s counting both
+// directions, and microseconds per transfer (time / (2 COUNT)). Run the server first, then
+// the client with the same SIZE and COUNT. POLL_US: stream_options::poll_for in
+// microseconds (0, the default: event-driven; rsockets polls for a while before it sleeps).
+#include <rdmacm/rdmacm.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+using asio::use_awaitable;
+
+namespace {
+
+struct test {
+    std::size_t size, count;
+    bool client;
+};
+
+// One pass of rstream's run_test: the client sends, then receives; the server the reverse.
+asio::awaitable<void> transfers(rdmacm::stream& s, std::vector<char>& buf, std::size_t size, std::size_t count,
+                                bool send_first) {
+    for (int half = 0; half < 2; ++half)
+        for (std::size_t t = 0; t < count; ++t) {
+            if ((half == 0) == send_first)
+                co_await asio::async_write(s, asio::buffer(buf.data(), size), use_awaitable);
+            else
+                co_await asio::async_read(s, asio::buffer(buf.data(), size), use_awaitable);
+        }
+}
+
+asio::awaitable<void> run(rdmacm::stream& s, test t) {
+    std::vector<char> buf(std::max<std::size_t>(t.size, 16), 'x');
+    co_await transfers(s, buf, 16, 1, t.client); // (rstream's sync_test)
+    const auto start = std::chrono::steady_clock::now();
+    co_await transfers(s, buf, t.size, t.count, t.client);
+    const double usec = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    const double bytes = 2.0 * static_cast<double>(t.size * t.count);
+    std::printf("stream %zu %zu time_s %.3f gbps %.3f usec_per_xfer %.2f\n", t.size, t.count, usec / 1e6,
+                bytes * 8 / (1000 * usec), usec / (2.0 * static_cast<double>(t.count)));
+    std::fflush(stdout);
+    // Each side ends its data, and reads the other's end.
+    co_await s.async_shutdown(use_awaitable);
+    auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
+    if (ec != asio::error::eof) throw boost::system::system_error(ec, "the peer's end");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 6 || argc > 7 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
+        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US]\n";
+        return 2;
+    }
+    const test t{std::stoul(argv[4]), std::stoul(argv[5]), std::string(argv[1]) == "client"};
+    const rdmacm::stream_options options{.poll_for = std::chrono::microseconds(argc == 7 ? std::stoi(argv[6]) : 0)};
+    const rdmacm::endpoint at{asio::ip::make_address(argv[2]), static_cast<unsigned short>(std::stoi(argv[3]))};
+    try {
+        asio::io_context ctx;
+        rdmacm::stream s(ctx, options);
+        std::optional<rdmacm::listener> l;
+        if (!t.client) {
+            l.emplace(ctx);
+            l->bind(at);
+            l->listen();
+            std::cout << "listening" << std::endl;
+        }
+        asio::co_spawn(
+            ctx,
+            [&]() -> asio::awaitable<void> {
+                if (t.client)
+                    co_await s.async_connect(at, use_awaitable);
+                else
+                    co_await s.async_accept(co_await l->async_get_request(use_awaitable), use_awaitable);
+                co_await run(s, t);
+            },
+            [](const std::exception_ptr& e) {
+                if (e) std::rethrow_exception(e);
+            });
+        ctx.run();
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "stream_bench: " << e.what() << std::endl;
+        return 1;
+    }
+}
