@@ -35,6 +35,7 @@ struct side {
     std::uint32_t arrived = 0; // the peer's messages taken by them
     std::uint32_t unread = 0;  // data arrived, not read yet
     std::uint32_t credits_alone = 0;
+    std::uint32_t extras = 0;  // the opening's messages of credits alone still to send (answer, nudges)
     std::vector<message> wire; // sent to the peer, not arrived yet (in order)
     friend auto operator<=>(const side&, const side&) = default;
 };
@@ -50,14 +51,26 @@ struct outcome {
     std::optional<std::string> violation;
 };
 
-// Every state reachable from both writers having `writes` messages each.
-outcome explore(stream_credit_rules rules, std::uint32_t writes) {
-    const std::uint32_t credit_bound = 4 * writes + 4; // far beyond what progress needs
+// The opening as the stream makes it (docs/stream-protocol.md, "Opening"): the client's
+// first message of credits alone on the wire, `nudges` more the client may send, and the
+// server's answer — each whenever the window is larger than the reserve, as the stream
+// sends them. None: both sides start with nothing sent.
+struct opening {
+    bool hello = false;
+    std::uint32_t nudges = 0;
+    bool answer = false;
+};
+
+// Every state reachable from both writers having `writes` messages each, side 0 (the
+// client) keeping `a.depth` receives posted and side 1 (the server) `b.depth`.
+outcome explore(stream_credit_rules a, stream_credit_rules b, std::uint32_t writes, opening o = {}) {
+    const std::uint32_t credit_bound = 4 * writes + 4 + o.nudges + 2; // far beyond what progress needs
     outcome out;
     std::set<state> seen;
     std::vector<state> todo;
-    const side start{stream_credits(rules, rules.depth), writes, rules.depth, 0, 0, 0, {}};
-    state first{{start, start}};
+    state first{{side{stream_credits(a, b.depth), writes, a.depth, 0, 0, 0, o.nudges, {}},
+                 side{stream_credits(b, a.depth), writes, b.depth, 0, 0, 0, o.answer ? 1U : 0U, {}}}};
+    if (o.hello) first.s[0].wire.push_back({false, first.s[0].credits.sent()});
     todo.push_back(first);
     seen.insert(first);
     auto fail = [&](const std::string& why) {
@@ -75,6 +88,12 @@ outcome explore(stream_credit_rules rules, std::uint32_t writes) {
                 state n = at;
                 --n.s[i].to_write;
                 n.s[i].wire.push_back({true, n.s[i].credits.sent()});
+                next.push_back(n);
+            }
+            if (me.extras > 0 && me.credits.may_send_data()) { // the opening's credits alone
+                state n = at;
+                --n.s[i].extras;
+                n.s[i].wire.push_back({false, n.s[i].credits.sent()});
                 next.push_back(n);
             }
             if (me.credits.credits_due()) { // credits alone
@@ -147,7 +166,7 @@ BOOST_AUTO_TEST_CASE(no_interleaving_deadlocks_overruns_or_sends_credits_without
         const auto rules = stream_credit_rules::for_depth(depth);
         if (rules.threshold > window) continue;         // (depth 2: see the next case)
         for (std::uint32_t writes : {0U, 1U, 3U, 7U}) { // (7: beyond twice every depth's data window but 5's)
-            auto r = explore(rules, writes);
+            auto r = explore(rules, rules, writes);
             BOOST_TEST_MESSAGE(name(rules) << ", " << writes << " writes each way: " << r.states << " states, at most "
                                            << r.most_credits_alone << " messages of credits alone a side");
             BOOST_TEST(!r.violation, name(rules) << ", " << writes << " writes: " << r.violation.value_or(""));
@@ -166,9 +185,24 @@ BOOST_AUTO_TEST_CASE(each_defect_put_back_is_found) {
              defect{"a threshold of one: each message of credits answers the other's", {4, 1, 1}, "without end"},
              defect{"a threshold beyond the data window: a freed window never told", {4, 1, 4}, "stuck"},
          }) {
-        auto r = explore(d.rules, 9);
+        auto r = explore(d.rules, d.rules, 9);
         BOOST_TEST_MESSAGE(d.what << ": " << r.violation.value_or("none found") << " (" << r.states << " states)");
         BOOST_TEST((r.violation && r.violation->find(d.expected) != std::string::npos),
                    d.what << ": expected \"" << d.expected << "\", got " << r.violation.value_or("none"));
     }
+}
+
+// The stream as it opens: sides of different depths, the client's first message, its
+// nudges and the server's answer on top of the rules' own messages.
+BOOST_AUTO_TEST_CASE(unequal_depths_and_the_opening_s_messages) {
+    const std::pair<std::uint32_t, std::uint32_t> depths[] = {{3, 5}, {5, 3}, {3, 4}, {4, 3}};
+    for (const auto& [client, server] : depths)
+        for (std::uint32_t writes : {0U, 1U, 4U}) {
+            const auto a = stream_credit_rules::for_depth(client), b = stream_credit_rules::for_depth(server);
+            auto r = explore(a, b, writes, {.hello = true, .nudges = 2, .answer = true});
+            BOOST_TEST_MESSAGE("depths " << client << "/" << server << ", " << writes
+                                         << " writes each way: " << r.states << " states");
+            BOOST_TEST(!r.violation, "depths " << client << "/" << server << ", " << writes
+                                               << " writes: " << r.violation.value_or(""));
+        }
 }

@@ -124,7 +124,7 @@ BOOST_FIXTURE_TEST_CASE(each_side_ends_its_data_on_its_own, stream_fixture) {
 
 BOOST_FIXTURE_TEST_CASE(a_slow_reader_holds_the_writer_back_and_loses_nothing, stream_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        stream_pair p(ctx, tight, {});
+        stream_pair p(ctx, tight, tight);
         co_await p.open();
         const auto data = random_bytes(64 * 1024, 7);
         bool written = false;
@@ -135,8 +135,8 @@ BOOST_FIXTURE_TEST_CASE(a_slow_reader_holds_the_writer_back_and_loses_nothing, s
         };
         auto slow_read = [&]() -> awaitable<std::vector<std::byte>> {
             co_await sleep_for(300ms);
-            // The server's two data receives (three, one kept for credits) hold ~1 KiB: the
-            // writer waits for the reader.
+            // The server's two data receives (of three: one is kept for credits) and the
+            // client's two send buffers hold 2 KiB: the writer waits for the reader.
             BOOST_TEST(!written, "64 KiB written with nothing read: the writer was not held back");
             co_return co_await receive_all(p.server, 100, 8);
         };
@@ -162,7 +162,7 @@ BOOST_FIXTURE_TEST_CASE(a_cancelled_read_loses_nothing, stream_fixture) {
 
 BOOST_FIXTURE_TEST_CASE(a_waiting_write_cancelled_sent_nothing, stream_fixture) {
     run(ctx, [&]() -> awaitable<void> {
-        stream_pair p(ctx, tight, {});
+        stream_pair p(ctx, tight, tight);
         co_await p.open();
         const auto data = random_bytes(32 * 1024, 9);
         std::size_t sent = 0;

@@ -88,9 +88,10 @@ struct accept_stream_op {
 ///
 /// **Operations**: one read and one write may be outstanding at once (a second of the same
 /// kind: errc::operation_in_progress). A write completes once its bytes are copied into the
-/// stream's send buffers and posted to the device, as a socket's write completes once the
-/// kernel has them: it may write less than asked (a partial transfer; `asio::async_write`
-/// goes on), and it waits when the peer's receives or the send buffers are all taken. A read
+/// stream's send buffers (`send_depth` of `message_size` bytes), as a socket's write
+/// completes once the kernel has them; they go to the peer as its receives allow, small
+/// writes made meanwhile as one message. A write may write less than asked (a partial
+/// transfer; `asio::async_write` goes on), and waits while the send buffers are full. A read
 /// completes with at least one byte; after the peer's `shutdown` and everything it sent
 /// before, with `asio::error::eof`. Empty buffers complete with 0 at once (never inside the
 /// call).
@@ -107,9 +108,9 @@ struct accept_stream_op {
 ///
 /// **Cancellation**: a read honours every type: it ends with operation_aborted and loses
 /// nothing (bytes that arrive are left for the next read, also when they came before the
-/// cancellation but after the wait ended). A write honours every type while it waits: it
-/// ends with operation_aborted, nothing of it sent; a write whose bytes went completes with
-/// their count. The connection is unharmed either way.
+/// cancellation but after the wait ended). A write honours every type while it waits for
+/// room in the send buffers: it ends with operation_aborted, nothing of it written; a write
+/// whose bytes were copied completes with their count. The connection is unharmed either way.
 ///
 /// **Closing**: `async_shutdown` (or `shutdown`) sends the end of the data after what was
 /// written; `close` ends the connection at once, and what the device has not delivered may be
@@ -206,7 +207,7 @@ public:
 
     /// Writes some of `buffers` (at least one byte, unless they are empty).
     /// @par Completion Signature
-    /// `void(error_code, std::size_t)`: the bytes posted to the device.
+    /// `void(error_code, std::size_t)`: the bytes copied into the send buffers.
     /// @par Errors
     /// `asio::error::connection_reset`, `asio::error::broken_pipe` (after a shutdown),
     /// errc::protocol_error, errc::operation_in_progress, errc::not_open, operation_aborted.

@@ -17,7 +17,8 @@ struct stream_options {
     /// receives, if less), each with its 8-byte header. At least 9. The stream holds
     /// `depth` receive buffers and `send_depth` send buffers of about this size.
     std::uint32_t message_size = 16384;
-    /// Messages sent and not yet completed by the device, at most.
+    /// Send buffers of `message_size` bytes: what writes fill while the peer's receives are
+    /// taken, and messages in flight at most (one more buffer is kept for credits).
     std::uint32_t send_depth = 16;
     /// As `queue_pair_options::poll_for`: zero, event-driven; positive, adaptive polling.
     std::chrono::nanoseconds poll_for{0};

@@ -39,7 +39,7 @@ error_code stream_base::prepare(stream_role role) noexcept {
         return RDMACM_CALL_ERRNO("stream_options", EINVAL);
     std::shared_ptr<qp_impl> qp;
     try {
-        qp = qp_impl::create(access::impl(id_), {.max_send_wr = options_.send_depth,
+        qp = qp_impl::create(access::impl(id_), {.max_send_wr = options_.send_depth + 1, // (+ the control buffer)
                                                  .max_recv_wr = options_.depth,
                                                  .poll_for = options_.poll_for,
                                                  .max_send_sge = 1,

@@ -58,12 +58,13 @@ error_code stream_impl::opened(stream_wire::hello peer) {
     if (closed_) return errc::not_open;
     send_size_ = std::min(peer.message_size, options_.message_size);
     try {
-        sending_ = make_memory(std::size_t{options_.send_depth} * send_size_);
+        // The data buffers, then the control buffer (its header only).
+        sending_ = make_memory(std::size_t{options_.send_depth} * send_size_ + stream_wire::header_size);
         free_sends_.reserve(options_.send_depth);
         for (std::uint32_t slot = options_.send_depth; slot-- > 0;) free_sends_.push_back(slot);
         credits_.emplace(stream_credit_rules::for_depth(options_.depth), peer.depth);
         if (role_ == stream_role::client) {
-            send(stream_wire::kind::credits, nullptr, 0, 0); // the client speaks first
+            send_control(stream_wire::kind::credits); // the client speaks first
             nudge_after_ = first_nudge;
             arm_nudge();
         }
@@ -82,7 +83,7 @@ error_code stream_impl::opened(stream_wire::hello peer) {
 void stream_impl::nudge() {
     std::lock_guard lock(mutex_);
     if (closed_ || heard_ || broken_) return;
-    if (credits_->may_send_data() && !free_sends_.empty()) send(stream_wire::kind::credits, nullptr, 0, 0);
+    if (credits_->may_send_data()) send_control(stream_wire::kind::credits);
     if (nudge_after_ >= last_nudge) return;
     nudge_after_ *= 2;
     arm_nudge();
@@ -136,7 +137,10 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
 
 void stream_impl::sent(std::uint32_t slot, error_code ec) {
     std::lock_guard lock(mutex_);
-    free_sends_.push_back(slot);
+    if (slot == control_slot())
+        control_busy_ = false;
+    else
+        free_sends_.push_back(slot);
     ++completed_sends_;
     if (closed_) return;
     if (ec) fail(ec);
@@ -151,23 +155,30 @@ void stream_impl::progress() {
             writer_.reset();
         }
         if (shutdown_waiter_) post_completion(std::move(shutdown_waiter_), as_seen_by_user(broken_));
-    } else if (may_speak()) {
+    } else {
         if (writer_) {
-            if (const std::size_t n = send_data(writer_->buffers)) {
+            if (const std::size_t n = buffer_data(writer_->buffers)) {
                 post_completion(std::move(writer_->h), {}, n);
                 writer_.reset();
             }
         }
-        if (end_ == end_state::queued && !writer_ && credits_->may_send_data() && !free_sends_.empty()) {
-            send(stream_wire::kind::end, nullptr, 0, 0);
-            end_ = end_state::sent;
-            end_send_ = posted_sends_;
+        if (may_speak()) {
+            // What was written goes, in order, as far as the window lets it.
+            while (!ready_.empty() && credits_->may_send_data()) {
+                const auto [slot, bytes] = ready_.front();
+                ready_.pop_front();
+                post_message(slot, stream_wire::kind::data, bytes);
+            }
+            if (end_ == end_state::queued && !writer_ && ready_.empty() && credits_->may_send_data() &&
+                send_control(stream_wire::kind::end)) {
+                end_ = end_state::sent;
+                end_send_ = posted_sends_;
+            }
+            // The server answers the client's first message at once (the client nudges until
+            // it does); then credits alone go as the rules say.
+            const bool answer = role_ == stream_role::server && !answered_;
+            if (answer ? credits_->may_send_data() : credits_->credits_due()) send_control(stream_wire::kind::credits);
         }
-        // The server answers the client's first message at once (the client nudges until it
-        // does); then credits alone go as the rules say.
-        const bool answer = role_ == stream_role::server && !answered_;
-        if ((answer ? credits_->may_send_data() : credits_->credits_due()) && !free_sends_.empty())
-            send(stream_wire::kind::credits, nullptr, 0, 0);
         // (RC completes sends in order: the end's completion follows every send before it.)
         if (shutdown_waiter_ && end_ == end_state::sent && completed_sends_ >= end_send_)
             post_completion(std::move(shutdown_waiter_), {});
@@ -184,40 +195,49 @@ void stream_impl::progress() {
 
 bool stream_impl::may_speak() const noexcept { return role_ == stream_role::client || heard_; }
 
-std::size_t stream_impl::send_data(const const_buffer_list& buffers) {
+// Copies what fits of `buffers` into the send buffers: onto the last one not yet sent while
+// it has room (small writes made while the window is shut go as one message), then into
+// free ones.
+std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
+    const std::size_t room = std::size_t{send_size_} - stream_wire::header_size;
     std::size_t done = 0;
-    while (done < buffers.bytes && credits_->may_send_data() && !free_sends_.empty()) {
-        const std::size_t n = std::min(buffers.bytes - done, std::size_t{send_size_} - stream_wire::header_size);
-        send(stream_wire::kind::data, &buffers, done, n);
-        done += n;
+    for (const auto& part : buffers.view()) {
+        for (std::size_t at = 0; at < part.size();) {
+            if (ready_.empty() || ready_.back().bytes == room) {
+                if (free_sends_.empty()) return done;
+                ready_.push_back({free_sends_.back(), 0});
+                free_sends_.pop_back();
+            }
+            auto& last = ready_.back();
+            const std::size_t n = std::min(room - last.bytes, part.size() - at);
+            std::memcpy(send_buffer(last.slot) + stream_wire::header_size + last.bytes,
+                        static_cast<const std::byte*>(part.data()) + at, n);
+            last.bytes += static_cast<std::uint32_t>(n);
+            at += n;
+            done += n;
+        }
     }
     return done;
 }
 
-void stream_impl::send(stream_wire::kind what, const const_buffer_list* payload, std::size_t from, std::size_t bytes) {
-    const std::uint32_t slot = free_sends_.back();
-    free_sends_.pop_back();
-    std::byte* const base = sending_->buffer.data() + std::size_t{slot} * send_size_;
+std::byte* stream_impl::send_buffer(std::uint32_t slot) const noexcept {
+    return sending_->buffer.data() + std::size_t{slot} * send_size_; // (the control one: after the last)
+}
+
+bool stream_impl::send_control(stream_wire::kind what) {
+    if (control_busy_) return false; // (its completion comes: progress tries again then)
+    control_busy_ = true;
+    post_message(control_slot(), what, 0);
+    return true;
+}
+
+void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::uint32_t bytes) {
+    std::byte* const base = send_buffer(slot);
     stream_wire::put(base, {what, credits_->sent()});
-    // The payload: `bytes` of the list's, from byte `from` on.
-    std::byte* to = base + stream_wire::header_size;
-    std::size_t skip = from, left = bytes;
-    for (const auto& part : payload ? payload->view() : std::span<const boost::asio::const_buffer>{}) {
-        if (left == 0) break;
-        if (skip >= part.size()) {
-            skip -= part.size();
-            continue;
-        }
-        const std::size_t n = std::min(part.size() - skip, left);
-        std::memcpy(to, static_cast<const std::byte*>(part.data()) + skip, n);
-        to += n;
-        left -= n;
-        skip = 0;
-    }
     ++posted_sends_;
     answered_ = answered_ || role_ == stream_role::server;
     const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base),
-                      static_cast<std::uint32_t>(stream_wire::header_size + bytes), sending_->region.lkey()};
+                      static_cast<std::uint32_t>(stream_wire::header_size) + bytes, sending_->region.lkey()};
     qp_->post({work_request::kind::send, std::span(&sge, 1)},
               [self = shared_from_this(), slot](error_code ec, std::size_t) { self->sent(slot, ec); });
 }
@@ -287,7 +307,7 @@ void stream_impl::write(handler h, const const_buffer_list& buffers) {
     if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), 0);
     if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
     writer_.emplace(waiting_write{std::move(h), buffers, id});
-    progress(); // what may go goes at once; the rest waits for credits or a send buffer
+    progress(); // copied into the send buffers if they have room, sent as the window allows
 }
 
 void stream_impl::shutdown(shutdown_handler h) {
@@ -382,13 +402,13 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
             ec = boost::asio::error::operation_aborted;
         } else {
             for (const auto& part : buffers.view()) {
-                std::size_t filled = 0;
-                while (filled < part.size() && !data_.empty()) {
+                std::size_t taken = 0;
+                while (taken < part.size() && !data_.empty()) {
                     auto& d = data_.front();
-                    const std::size_t k = std::min<std::size_t>(part.size() - filled, d.end - d.offset);
-                    std::memcpy(static_cast<std::byte*>(part.data()) + filled,
+                    const std::size_t k = std::min<std::size_t>(part.size() - taken, d.end - d.offset);
+                    std::memcpy(static_cast<std::byte*>(part.data()) + taken,
                                 received_->buffer.data() + std::size_t{d.slot} * options_.message_size + d.offset, k);
-                    filled += k;
+                    taken += k;
                     d.offset += static_cast<std::uint32_t>(k);
                     if (d.offset == d.end) {
                         const std::uint32_t slot = d.slot;
@@ -396,7 +416,7 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
                         repost(slot); // read: its receive goes back, and counts for the peer
                     }
                 }
-                n += filled;
+                n += taken;
                 if (data_.empty()) break;
             }
             if (n == 0) ec = end_heard_ ? error_code(boost::asio::error::eof) : as_seen_by_user(broken_);

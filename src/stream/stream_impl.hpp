@@ -90,9 +90,14 @@ private:
     void stop_nudging() noexcept; // under the lock
 
     // Under the lock.
-    void progress(); // what may go now goes; what may complete is woken
-    std::size_t send_data(const const_buffer_list& buffers);
-    void send(stream_wire::kind what, const const_buffer_list* payload, std::size_t from, std::size_t bytes);
+    void progress();                                           // what may go now goes; what may complete is woken
+    std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied
+    // A message of its own kind with no payload (credits, end of data), in the one control
+    // buffer: false while that one is in flight.
+    bool send_control(stream_wire::kind what);
+    void post_message(std::uint32_t slot, stream_wire::kind what, std::uint32_t bytes);
+    std::byte* send_buffer(std::uint32_t slot) const noexcept;
+    std::uint32_t control_slot() const noexcept { return options_.send_depth; }
     void repost(std::uint32_t slot);
     void fail(error_code ec);        // the first error sticks; what waits is woken
     void update_hold() noexcept;     // the context's work while something waits
@@ -115,7 +120,16 @@ private:
     std::mutex mutex_;
     std::optional<stream_credits> credits_; // once opened
     std::uint32_t send_size_ = 0;
+    // The send buffers: free, or holding written bytes not yet sent (in order; the last may
+    // take more), or in flight. Data never takes the control buffer, which messages of
+    // credits alone need while every data buffer waits for the window.
+    struct filled {
+        std::uint32_t slot;
+        std::uint32_t bytes;
+    };
     std::vector<std::uint32_t> free_sends_;
+    std::deque<filled> ready_;
+    bool control_busy_ = false;
     std::uint64_t posted_sends_ = 0, completed_sends_ = 0;
     std::uint64_t end_send_ = 0; // posted_sends_ once the end of data was posted
     bool heard_ = false;         // a message of the peer's arrived
