@@ -1,11 +1,12 @@
-// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US]: rdmacm::stream measured the
+// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE]]: rdmacm::stream measured the
 // way rdma-core's rstream measures rsockets (and TCP, `rstream -T s`), for
 // bench/stream_compare.sh to print beside them from the same run: after a 16-byte exchange,
 // the client writes COUNT transfers of SIZE bytes, then reads COUNT back; the server reads
 // them, then writes them back. Printed as rstream prints it: the time, Gb/s counting both
 // directions, and microseconds per transfer (time / (2 COUNT)). Run the server first, then
 // the client with the same SIZE and COUNT. POLL_US: stream_options::poll_for in
-// microseconds (0, the default: event-driven; rsockets polls for a while before it sleeps).
+// microseconds (0, the default: event-driven; rsockets polls for a while before it sleeps);
+// MESSAGE_SIZE: stream_options::message_size (its default if not given).
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -64,12 +65,13 @@ asio::awaitable<void> run(rdmacm::stream& s, test t) {
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 6 || argc > 7 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
-        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US]\n";
+    if (argc < 6 || argc > 8 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
+        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE]]\n";
         return 2;
     }
     const test t{std::stoul(argv[4]), std::stoul(argv[5]), std::string(argv[1]) == "client"};
-    const rdmacm::stream_options options{.poll_for = std::chrono::microseconds(argc == 7 ? std::stoi(argv[6]) : 0)};
+    rdmacm::stream_options options{.poll_for = std::chrono::microseconds(argc >= 7 ? std::stoi(argv[6]) : 0)};
+    if (argc == 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
     const rdmacm::endpoint at{asio::ip::make_address(argv[2]), static_cast<unsigned short>(std::stoi(argv[3]))};
     try {
         asio::io_context ctx;

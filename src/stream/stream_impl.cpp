@@ -1,5 +1,8 @@
 #include "stream/stream_impl.hpp"
 
+#include "common/dispatch_to_handler.hpp"
+#include "common/post_on.hpp"
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -383,11 +386,17 @@ void stream_impl::wake_read(handler h, const mutable_buffer_list& buffers) {
         unrun_.push_back(std::move(h));
         return;
     }
-    boost::asio::post(ex, [self = shared_from_this(), h = std::move(h), buffers, ex]() mutable {
-        auto handler_ex = boost::asio::get_associated_executor(h, ex);
-        boost::asio::dispatch(handler_ex, [self = std::move(self), h = std::move(h), buffers]() mutable {
+    post_on(ex, [self = shared_from_this(), h = std::move(h), buffers, ex]() mutable {
+        // On the handler's own executor (at once when that is this one), where deliver()
+        // takes the bytes.
+        const auto own = boost::asio::get_associated_executor(h, boost::asio::any_completion_executor());
+        auto take = [self = std::move(self), h = std::move(h), buffers]() mutable {
             self->deliver(std::move(h), buffers);
-        });
+        };
+        if (own)
+            run_on(own, take);
+        else
+            run_on(ex, take);
     });
 }
 
@@ -429,7 +438,9 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
 void stream_impl::post_completion(handler h, error_code ec, std::size_t n) {
     auto to = qp_->enter_executor(); // (a call into the context until the post is made: W7)
     if (to.executor)
-        boost::asio::post(to.executor, boost::asio::append(std::move(h), ec, n));
+        post_on(to.executor, [h = std::move(h), ex = to.executor, ec, n]() mutable {
+            dispatch_to_handler(std::move(h), ex, ec, n);
+        });
     else
         unrun_.push_back(std::move(h)); // (not destroyed under the lock: see context_gone)
 }
@@ -437,7 +448,8 @@ void stream_impl::post_completion(handler h, error_code ec, std::size_t n) {
 void stream_impl::post_completion(shutdown_handler h, error_code ec) {
     auto to = qp_->enter_executor();
     if (to.executor)
-        boost::asio::post(to.executor, boost::asio::append(std::move(h), ec));
+        post_on(to.executor,
+                [h = std::move(h), ex = to.executor, ec]() mutable { dispatch_to_handler(std::move(h), ex, ec); });
     else
         unrun_shutdown_.push_back(std::move(h));
 }
