@@ -6,6 +6,7 @@
 #include "support/stream_pair.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
@@ -344,4 +345,79 @@ BOOST_AUTO_TEST_CASE(a_stream_moves_to_another_context_mid_transfer_losing_nothi
         BOOST_TEST((server.get_executor() == t[2].get_executor()));
     }
     t.stop(); // every context runs out of work: nothing of ours is left
+}
+
+// Streams served by a shard pool (async_accept of a pooled connection), every one placed on
+// shard 0, each echoing what it reads; clients write random bytes and read them back while
+// the pool spreads the connections over both shards (async_rebalance) mid-transfer: every
+// byte comes back once, in order. As many streams as the device takes through one shard
+// (siw: a few dozen queue pairs per process, the clients' and the servers' in this one).
+BOOST_FIXTURE_TEST_CASE(streams_a_shard_pool_serves_move_between_shards_mid_transfer, stream_fixture) {
+    const int streams = is_siw() ? siw_connection_limit / 2 : 100;
+    constexpr std::size_t bytes = 32 * 1024;
+    std::atomic<int> served{0};
+    {
+        listener l(ctx);
+        l.bind(device_endpoint());
+        l.listen(1024);
+        shard_pool pool(2, [](std::span<const std::size_t>, const connection_request&) { return std::size_t{0}; });
+        pool.async_serve(
+            l,
+            [&](pooled_connection c) -> awaitable<void> {
+                stream s(co_await asio::this_coro::executor, tight);
+                co_await s.async_accept(c, use_awaitable);
+                std::array<char, 700> buf{};
+                for (;;) {
+                    auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
+                    if (ec) break; // eof: the client is done
+                    co_await asio::async_write(s, asio::buffer(buf.data(), n), use_awaitable);
+                }
+                co_await s.async_shutdown(use_awaitable);
+                ++served;
+            },
+            asio::detached);
+
+        std::size_t echoed_in_all = 0;
+        std::optional<rebalance_report> report;
+        run(
+            ctx,
+            [&]() -> awaitable<void> {
+                auto client = [&](int i) -> awaitable<void> {
+                    stream s(ctx, tight);
+                    co_await s.async_connect(device_endpoint(l.local_endpoint().port()), use_awaitable);
+                    const auto data = random_bytes(bytes, 100 + i);
+                    auto read_back = [&]() -> awaitable<std::vector<std::byte>> {
+                        std::vector<std::byte> got;
+                        std::array<std::byte, 1000> buf{};
+                        for (;;) {
+                            auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
+                            if (ec == asio::error::eof) break;
+                            if (ec) throw boost::system::system_error(ec, "client read");
+                            got.insert(got.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+                            echoed_in_all += n;
+                        }
+                        co_return got;
+                    };
+                    const auto got = co_await (send_all(s, data, 900, 200 + i) && read_back());
+                    BOOST_TEST((got == data), "stream " << i << ": " << got.size() << " bytes back of " << bytes);
+                };
+                auto rebalance = [&]() -> awaitable<void> {
+                    while (echoed_in_all < streams * bytes / 4) co_await sleep_for(5ms);
+                    report = co_await pool.async_rebalance(even_count(), use_awaitable);
+                };
+                std::vector<std::future<void>> done;
+                for (int i = 0; i < streams; ++i) done.push_back(asio::co_spawn(ctx, client(i), asio::use_future));
+                co_await rebalance();
+                for (auto& f : done)
+                    while (f.wait_for(0s) != std::future_status::ready) co_await sleep_for(5ms);
+                for (auto& f : done) f.get();
+            }(),
+            240s);
+        BOOST_REQUIRE(report);
+        BOOST_TEST(report->moved.size() == static_cast<std::size_t>(streams / 2));
+        BOOST_TEST(report->failed.empty());
+        BOOST_TEST(echoed_in_all == streams * bytes);
+        BOOST_REQUIRE(run_until(ctx, [&] { return served == streams; }, 30s));
+        pool.stop();
+    }
 }

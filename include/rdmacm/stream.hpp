@@ -5,6 +5,7 @@
 /// run over RDMA. Its wire protocol: docs/stream-protocol.md; a guide: docs/streams.md.
 #include "rdmacm/connect.hpp"
 #include "rdmacm/connection_request.hpp"
+#include "rdmacm/pooled_connection.hpp"
 #include "rdmacm/detail/stream_base.hpp"
 #include "rdmacm/stream_options.hpp"
 
@@ -50,10 +51,12 @@ struct attach_stream {
 
 // The server's side: the client's hello read from the request, the queue pair and receives
 // made, accepted with this side's hello. A request without a hello (or of another
-// version) is rejected: errc::protocol_error.
+// version) is rejected: errc::protocol_error. `Request`: a connection_request (its id
+// taken), or a pooled_connection* (its id used where it is).
+template <typename Request>
 struct accept_stream_op {
     stream_base& stream;
-    connection_request request;
+    Request request;
     std::array<std::byte, 12> hello;
     enum class step : std::uint8_t { start, accepting, refused } at = step::start;
 
@@ -68,7 +71,10 @@ struct accept_stream_op {
             at = step::refused;
             ec = boost::asio::error::already_open;
         } else {
-            ec = stream_access::take(stream, std::move(request));
+            if constexpr (std::is_pointer_v<Request>)
+                ec = stream_access::take(stream, *request);
+            else
+                ec = stream_access::take(stream, std::move(request));
         }
         if (ec) // (never inside the initiating call)
             return boost::asio::post(stream.id().get_executor(), boost::asio::append(std::move(self), ec));
@@ -185,7 +191,26 @@ public:
     auto async_accept(connection_request request,
                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return boost::asio::async_compose<Token, void(error_code)>(
-            detail::accept_stream_op{*this, std::move(request), hello()}, token, executor_);
+            detail::accept_stream_op<connection_request>{*this, std::move(request), hello()}, token, executor_);
+    }
+
+    /// Accepts a connection a `shard_pool` placed (in `async_serve`'s coroutine, say) and opens
+    /// the stream on it. The stream uses the pooled connection's id, which must outlive it:
+    /// the pool's `async_move` and `async_rebalance` move the id, and the stream with it, also
+    /// mid-transfer; its handlers then run on the connection's shard. Closing the stream
+    /// closes that id.
+    /// @par Completion Signature
+    /// `void(error_code)`.
+    /// @par Errors
+    /// As for the overload above.
+    /// @par Per-Operation Cancellation
+    /// As for `cm_id::async_accept`.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_accept(pooled_connection& connection,
+                      Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return boost::asio::async_compose<Token, void(error_code)>(
+            detail::accept_stream_op<pooled_connection*>{*this, &connection, hello()}, token, executor_);
     }
 
     /// Reads some bytes into `buffers` (at least one, unless they are empty).

@@ -1,28 +1,37 @@
 #include "rdmacm/stream.hpp"
 
+#include "rdmacm/pooled_connection.hpp"
+
 #include "stream/stream_impl.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <utility>
+
 namespace rdmacm::detail {
 
 stream_base::stream_base(executor_type ex, const stream_options& options) noexcept
     : io_handle(ex, nullptr), id_(access::make<cm_id>(empty_id{}, ex)), options_(options) {}
+
+stream_base::stream_base(stream_base&& other) noexcept
+    : io_handle(std::move(other)), id_(std::move(other.id_)), options_(other.options_),
+      borrowed_(std::exchange(other.borrowed_, nullptr)) {}
 
 stream_base& stream_base::operator=(stream_base&& other) noexcept {
     if (this != &other) {
         io_handle::operator=(std::move(other)); // (closes this one first)
         id_ = std::move(other.id_);
         options_ = other.options_;
+        borrowed_ = std::exchange(other.borrowed_, nullptr);
     }
     return *this;
 }
 
 void stream_base::close() noexcept {
     if (auto impl = std::move(impl_)) impl->close();
-    id_.close(); // the connection's end for the peer (its reads: connection_reset)
+    id().close(); // the connection's end for the peer (its reads: connection_reset)
 }
 
 void stream_base::shutdown() noexcept {
@@ -39,7 +48,7 @@ error_code stream_base::prepare(stream_role role) noexcept {
         return RDMACM_CALL_ERRNO("stream_options", EINVAL);
     std::shared_ptr<qp_impl> qp;
     try {
-        qp = qp_impl::create(access::impl(id_), {.max_send_wr = options_.send_depth + 1, // (+ the control buffer)
+        qp = qp_impl::create(access::impl(id()), {.max_send_wr = options_.send_depth + 1, // (+ the control buffer)
                                                  .max_recv_wr = options_.depth,
                                                  .poll_for = options_.poll_for,
                                                  .max_send_sge = 1,
@@ -62,15 +71,28 @@ error_code stream_base::opened(std::span<const std::byte> peer_private_data) noe
 }
 
 error_code stream_base::take(connection_request&& request) noexcept {
-    const auto peer = stream_wire::parse_hello(request.event.private_data());
-    if (!peer) {
+    if (!stream_wire::parse_hello(request.event.private_data())) {
         error_code ignored; // (the request goes either way)
         request.id.reject({}, ignored);
         return errc::protocol_error;
     }
     id_ = std::move(request.id);
+    return open_on(request.event.private_data());
+}
+
+error_code stream_base::take(pooled_connection& connection) noexcept {
+    if (!stream_wire::parse_hello(connection.request().private_data())) {
+        error_code ignored;
+        connection.id().reject({}, ignored);
+        return errc::protocol_error;
+    }
+    borrowed_ = &connection.id();
+    return open_on(connection.request().private_data());
+}
+
+error_code stream_base::open_on(std::span<const std::byte> peer_private_data) noexcept {
     if (const error_code ec = prepare(stream_role::server)) return ec;
-    return impl_->opened(*peer);
+    return impl_->opened(*stream_wire::parse_hello(peer_private_data));
 }
 
 stream_base::executor_type stream_base::current_executor(const std::shared_ptr<stream_impl>& impl,

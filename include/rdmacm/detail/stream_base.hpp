@@ -20,7 +20,8 @@
 
 namespace rdmacm {
 struct connection_request;
-}
+class pooled_connection;
+} // namespace rdmacm
 
 namespace rdmacm::detail {
 
@@ -68,11 +69,12 @@ public:
     /// `shutdown(shutdown_send)`): the peer reads what came before it, then
     /// `asio::error::eof`. Later writes fail with `asio::error::broken_pipe`. Idempotent.
     void shutdown() noexcept;
-    /// The connection's id (its endpoints, its migration); empty until connected.
-    cm_id& id() noexcept { return id_; }
-    const cm_id& id() const noexcept { return id_; }
+    /// The connection's id (its endpoints, its migration); empty until connected. A stream
+    /// accepted on a pooled connection uses that one's id.
+    cm_id& id() noexcept { return borrowed_ ? *borrowed_ : id_; }
+    const cm_id& id() const noexcept { return borrowed_ ? *borrowed_ : id_; }
 
-    stream_base(stream_base&& other) noexcept = default;
+    stream_base(stream_base&& other) noexcept;
     stream_base& operator=(stream_base&& other) noexcept;
 
 protected:
@@ -116,6 +118,7 @@ protected:
     stream_options options_;
 
 private:
+    cm_id* borrowed_ = nullptr; // a pooled connection's id: used, not owned (id())
     friend struct stream_access;
     // The opening, for the composed connect and accept (stream.hpp).
     // A queue pair on `id_` and the engine, its receives posted (before the connect or accept).
@@ -125,6 +128,10 @@ private:
     // The server's side before its accept: the request's id taken, its hello read, the queue
     // pair and receives made; a request without a hello is rejected (errc::protocol_error).
     error_code take(connection_request&& request) noexcept;
+    // The same on a pooled connection, whose id the stream uses from then on.
+    error_code take(pooled_connection& connection) noexcept;
+    // Both: with the peer's private data, on id().
+    error_code open_on(std::span<const std::byte> peer_private_data) noexcept;
 
     static executor_type current_executor(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback);
     // With no engine, errc::not_open on `fallback`.
@@ -143,6 +150,7 @@ struct stream_access {
         return s.opened(peer_private_data);
     }
     static error_code take(stream_base& s, connection_request&& request) noexcept { return s.take(std::move(request)); }
+    static error_code take(stream_base& s, pooled_connection& connection) noexcept { return s.take(connection); }
 };
 
 } // namespace rdmacm::detail
