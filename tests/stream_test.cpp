@@ -417,7 +417,61 @@ BOOST_FIXTURE_TEST_CASE(streams_a_shard_pool_serves_move_between_shards_mid_tran
         BOOST_TEST(report->moved.size() == static_cast<std::size_t>(streams / 2));
         BOOST_TEST(report->failed.empty());
         BOOST_TEST(echoed_in_all == streams * bytes);
-        BOOST_REQUIRE(run_until(ctx, [&] { return served == streams; }, 30s));
+        BOOST_REQUIRE(run_until(
+            ctx, [&] { return served == streams; }, 30s));
         pool.stop();
     }
+}
+
+// Bad input from a peer that is not a stream: a hello of another version is refused at the
+// accept (the client is rejected); the right hello followed by a message that is not the
+// protocol's fails the server's read with errc::protocol_error. Nothing crashes, hangs or
+// is left behind.
+BOOST_FIXTURE_TEST_CASE(a_peer_speaking_another_version_or_garbage_gets_a_clear_error, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        listener l(ctx);
+        l.bind(device_endpoint());
+        l.listen();
+        for (const std::uint8_t version : {std::uint8_t{2}, std::uint8_t{1}}) {
+            stream server(ctx);
+            cm_id raw(ctx);
+            // 'A' 'R', the version, 0, depth 4 and message size 64, little-endian.
+            const std::array<std::byte, 12> hello{std::byte{'A'}, std::byte{'R'}, std::byte{version}, std::byte{0},
+                                                  std::byte{4},   std::byte{0},   std::byte{0},       std::byte{0},
+                                                  std::byte{64},  std::byte{0},   std::byte{0},       std::byte{0}};
+            std::array<std::byte, 8> garbage{};
+            garbage.fill(std::byte{'g'});
+            auto accept = [&]() -> awaitable<error_code> {
+                auto [ec] = co_await server.async_accept(co_await l.async_get_request(use_awaitable),
+                                                         asio::as_tuple(use_awaitable));
+                co_return ec;
+            };
+            auto connect = [&]() -> awaitable<error_code> {
+                connect_options o;
+                o.params.private_data = hello;
+                auto [ec, ev, qp, pool] = co_await async_connect(
+                    raw, device_endpoint(l.local_endpoint().port()), o,
+                    data_path_options{.receives = {.depth = 4, .message_size = 64}}, asio::as_tuple(use_awaitable));
+                if (!ec) {
+                    memory_region mr(qp.pd(), garbage);
+                    auto [sent, n] = co_await qp.async_send(mr, garbage, asio::as_tuple(use_awaitable));
+                    BOOST_TEST(!sent, sent.message());
+                }
+                co_return ec;
+            };
+            auto [accepted, connected] = co_await (accept() && connect());
+            if (version == 2) {
+                BOOST_TEST((accepted == errc::protocol_error), accepted.message());
+                BOOST_TEST((connected == errc::rejected), connected.message());
+                continue;
+            }
+            BOOST_TEST(!accepted, accepted.message());
+            BOOST_TEST(!connected, connected.message());
+            std::array<char, 16> buf{};
+            auto [ec, n] = co_await server.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
+            BOOST_TEST((ec == errc::protocol_error), ec.message());
+            auto [again, m] = co_await server.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
+            BOOST_TEST((again == errc::protocol_error), "again: " << again.message());
+        }
+    }());
 }

@@ -49,10 +49,10 @@ error_code stream_base::prepare(stream_role role) noexcept {
     std::shared_ptr<qp_impl> qp;
     try {
         qp = qp_impl::create(access::impl(id()), {.max_send_wr = options_.send_depth + 1, // (+ the control buffer)
-                                                 .max_recv_wr = options_.depth,
-                                                 .poll_for = options_.poll_for,
-                                                 .max_send_sge = 1,
-                                                 .max_recv_sge = 1});
+                                                  .max_recv_wr = options_.depth,
+                                                  .poll_for = options_.poll_for,
+                                                  .max_send_sge = 1,
+                                                  .max_recv_sge = 1});
         impl_ = stream_impl::create(qp, role, options_);
     } catch (const boost::system::system_error& e) {
         if (qp) qp->close();
