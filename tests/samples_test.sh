@@ -2,6 +2,7 @@
 # The samples on the test device, as a user runs them: the hello pair, the co_await CM server and client
 # (greeting, disconnect, SIGINT stops the server cleanly), the live migration demo, the
 # echo client and server over send/receive, the HTTP server and client (Beast over a stream),
+# a line protocol (async_read_until over a stream),
 # the sharded echo server and the rebalance demo,
 # and rdma-core's ucmatose and cmtime clients against our cmatose_server. Bounded in time.
 # One kernel race is retried, named and bounded (ucmatose on siw, below); nothing else is.
@@ -121,6 +122,11 @@ for _ in 1 2; do
 done
 stop_server
 [ "$(grep -c 'closed after 100 requests' "$out")" = 2 ]
+
+# A line protocol with asio::async_read_until over a stream, server and client in one process.
+lines=$(timeout 60 "$samples/line_echo" "$addr" 200)
+echo "$lines"
+grep -qx 'line_echo: 200 lines answered over RDMA, all correct' <<<"$lines"
 
 # Connections moved between shards while they carry traffic: none lost.
 rebalance=$(timeout 90 "$samples/rebalance_demo" "$addr" 8 4)

@@ -91,8 +91,8 @@ void both_ways_at_once(asio::io_context& ctx, stream_options options, std::size_
 } // namespace
 
 BOOST_FIXTURE_TEST_CASE(bytes_arrive_once_in_order_both_ways_at_once, stream_fixture) {
-    both_ways_at_once(ctx, tight, 256 * 1024);   // ~500 messages each way, three receives each side
-    both_ways_at_once(ctx, {}, 4 * 1024 * 1024); // the default sizes
+    both_ways_at_once(ctx, tight, at_volume(256 * 1024));   // ~500 messages each way, three receives a side
+    both_ways_at_once(ctx, {}, at_volume(4 * 1024 * 1024)); // the default sizes
 }
 
 BOOST_FIXTURE_TEST_CASE(each_side_ends_its_data_on_its_own, stream_fixture) {
@@ -353,7 +353,7 @@ BOOST_AUTO_TEST_CASE(a_stream_moves_to_another_context_mid_transfer_losing_nothi
 // byte comes back once, in order. As many streams as the device takes through one shard
 // (siw: a few dozen queue pairs per process, the clients' and the servers' in this one).
 BOOST_FIXTURE_TEST_CASE(streams_a_shard_pool_serves_move_between_shards_mid_transfer, stream_fixture) {
-    const int streams = is_siw() ? siw_connection_limit / 2 : 100;
+    const int streams = is_siw() ? siw_connection_limit / 2 : at_volume(100);
     constexpr std::size_t bytes = 32 * 1024;
     std::atomic<int> served{0};
     {
