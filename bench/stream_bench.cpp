@@ -1,18 +1,22 @@
-// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE]]: rdmacm::stream measured the
-// way rdma-core's rstream measures rsockets (and TCP, `rstream -T s`), for
-// bench/stream_compare.sh to print beside them from the same run: after a 16-byte exchange,
-// the client writes COUNT transfers of SIZE bytes, then reads COUNT back; the server reads
-// them, then writes them back. Printed as rstream prints it: the time, Gb/s counting both
-// directions, and microseconds per transfer (time / (2 COUNT)). Run the server first, then
-// the client with the same SIZE and COUNT. POLL_US: stream_options::poll_for in
-// microseconds (0, the default: event-driven; rsockets polls for a while before it sleeps);
-// MESSAGE_SIZE: stream_options::message_size (its default if not given).
+// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE]]
+// stream_bench server|client ADDRESS PORT SIZE COUNT tcp
+// rdmacm::stream measured the way rdma-core's rstream measures rsockets (and TCP, `rstream
+// -T s`), for bench/stream_compare.sh to print beside them from the same run: after a
+// 16-byte exchange, the client writes COUNT transfers of SIZE bytes, then reads COUNT back;
+// the server reads them, then writes them back. Printed as rstream prints it: the time,
+// Gb/s counting both directions, and microseconds per transfer (time / (2 COUNT)). Run the
+// server first, then the client with the same SIZE and COUNT. POLL_US:
+// stream_options::poll_for in microseconds (0, the default: event-driven; rsockets polls
+// for a while before it sleeps); MESSAGE_SIZE: stream_options::message_size. `tcp`: the
+// same code over Asio's own TCP socket (no delay), on the device's address: what Asio's
+// operations cost, without RDMA.
 #include <rdmacm/rdmacm.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -26,6 +30,7 @@
 
 namespace asio = boost::asio;
 using asio::use_awaitable;
+using tcp = asio::ip::tcp;
 
 namespace {
 
@@ -35,7 +40,8 @@ struct test {
 };
 
 // One pass of rstream's run_test: the client sends, then receives; the server the reverse.
-asio::awaitable<void> transfers(rdmacm::stream& s, std::vector<char>& buf, std::size_t size, std::size_t count,
+template <typename Stream>
+asio::awaitable<void> transfers(Stream& s, std::vector<char>& buf, std::size_t size, std::size_t count,
                                 bool send_first) {
     for (int half = 0; half < 2; ++half)
         for (std::size_t t = 0; t < count; ++t) {
@@ -46,7 +52,11 @@ asio::awaitable<void> transfers(rdmacm::stream& s, std::vector<char>& buf, std::
         }
 }
 
-asio::awaitable<void> run(rdmacm::stream& s, test t) {
+void end_data(rdmacm::stream& s) { s.shutdown(); }
+void end_data(tcp::socket& s) { s.shutdown(tcp::socket::shutdown_send); }
+
+template <typename Stream>
+asio::awaitable<void> run(Stream& s, test t) {
     std::vector<char> buf(std::max<std::size_t>(t.size, 16), 'x');
     co_await transfers(s, buf, 16, 1, t.client); // (rstream's sync_test)
     const auto start = std::chrono::steady_clock::now();
@@ -57,7 +67,7 @@ asio::awaitable<void> run(rdmacm::stream& s, test t) {
                 bytes * 8 / (1000 * usec), usec / (2.0 * static_cast<double>(t.count)));
     std::fflush(stdout);
     // Each side ends its data, and reads the other's end.
-    co_await s.async_shutdown(use_awaitable);
+    end_data(s);
     auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
     if (ec != asio::error::eof) throw boost::system::system_error(ec, "the peer's end");
 }
@@ -66,31 +76,48 @@ asio::awaitable<void> run(rdmacm::stream& s, test t) {
 
 int main(int argc, char** argv) {
     if (argc < 6 || argc > 8 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
-        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE]]\n";
+        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE] | tcp]\n";
         return 2;
     }
     const test t{std::stoul(argv[4]), std::stoul(argv[5]), std::string(argv[1]) == "client"};
-    rdmacm::stream_options options{.poll_for = std::chrono::microseconds(argc >= 7 ? std::stoi(argv[6]) : 0)};
+    const bool over_tcp = argc == 7 && std::string(argv[6]) == "tcp";
+    rdmacm::stream_options options{.poll_for =
+                                       std::chrono::microseconds(argc >= 7 && !over_tcp ? std::stoi(argv[6]) : 0)};
     if (argc == 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
-    const rdmacm::endpoint at{asio::ip::make_address(argv[2]), static_cast<unsigned short>(std::stoi(argv[3]))};
+    const auto address = asio::ip::make_address(argv[2]);
+    const auto port = static_cast<unsigned short>(std::stoi(argv[3]));
     try {
         asio::io_context ctx;
         rdmacm::stream s(ctx, options);
+        tcp::socket socket(ctx);
         std::optional<rdmacm::listener> l;
-        if (!t.client) {
+        std::optional<tcp::acceptor> acceptor;
+        if (!t.client && over_tcp) {
+            acceptor.emplace(ctx, tcp::endpoint(address, port));
+            std::cout << "listening" << std::endl;
+        } else if (!t.client) {
             l.emplace(ctx);
-            l->bind(at);
+            l->bind({address, port});
             l->listen();
             std::cout << "listening" << std::endl;
         }
         asio::co_spawn(
             ctx,
             [&]() -> asio::awaitable<void> {
-                if (t.client)
-                    co_await s.async_connect(at, use_awaitable);
-                else
-                    co_await s.async_accept(co_await l->async_get_request(use_awaitable), use_awaitable);
-                co_await run(s, t);
+                if (over_tcp) {
+                    if (t.client)
+                        co_await socket.async_connect(tcp::endpoint(address, port), use_awaitable);
+                    else
+                        co_await acceptor->async_accept(socket, use_awaitable);
+                    socket.set_option(tcp::no_delay(true));
+                    co_await run(socket, t);
+                } else {
+                    if (t.client)
+                        co_await s.async_connect({address, port}, use_awaitable);
+                    else
+                        co_await s.async_accept(co_await l->async_get_request(use_awaitable), use_awaitable);
+                    co_await run(s, t);
+                }
             },
             [](const std::exception_ptr& e) {
                 if (e) std::rethrow_exception(e);

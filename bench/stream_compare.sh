@@ -1,7 +1,8 @@
 #!/bin/bash
 # stream_compare.sh BUILD_DIR ADDRESS [REPEATS]: rdmacm::stream (bench/stream_bench) next to
 # what an RDMA user picks today — rdma-core's rsockets, through its own tools rstream and
-# riostream — and to TCP in the same VM (`rstream -T s`), on one device: rstream's transfer
+# riostream — and to TCP in the same VM (`rstream -T s`, and the same benchmark code as ours
+# over Asio's own TCP socket: what Asio's operations cost without RDMA), on one device: rstream's transfer
 # test (after a 16-byte exchange, COUNT transfers of SIZE bytes one way, then back), 64 B x
 # 1000 and 64 KiB x 200, the same options on both sides. Ours runs event-driven (the
 # default) and polling 50 us before it sleeps (stream_options::poll_for; rsockets polls too,
@@ -21,9 +22,10 @@ one() {
     local tool=$1 size=$2 count=$3 server result
     port=$((port + 1))
     case $tool in
-    stream | stream_poll)
+    stream | stream_poll | asio_tcp)
         local poll=0
         [ "$tool" = stream_poll ] && poll=50
+        [ "$tool" = asio_tcp ] && poll=tcp
         "$build/bench/stream_bench" server "$addr" $port "$size" "$count" $poll >"$work/server" 2>&1 &
         server=$!
         for _ in $(seq 100); do grep -q listening "$work/server" && break; sleep 0.05; done
@@ -46,7 +48,7 @@ one() {
     echo "$result"
 }
 
-tools="stream stream_poll rstream riostream tcp"
+tools="stream stream_poll rstream riostream tcp asio_tcp"
 for cfg in "64 1000" "65536 200"; do
     read -r size count <<<"$cfg"
     declare -A usec=()
