@@ -42,7 +42,7 @@ struct attach_stream {
     }
     error_code before_connect(cm_id&) { return stream_access::prepare(stream, stream_role::client); }
     template <typename Self>
-    void complete(Self& self, cm_id&, error_code ec, cm_event ev = {}) {
+    void complete(Self& self, cm_id&, error_code ec, const cm_event& ev = {}) {
         if (!ec) ec = stream_access::opened(stream, ev.private_data());
         if (ec && made) stream.close();
         self.complete(ec);
@@ -61,7 +61,7 @@ struct accept_stream_op {
     enum class step : std::uint8_t { start, accepting, refused } at = step::start;
 
     template <typename Self>
-    void operator()(Self& self, error_code ec = {}, cm_event = {}) {
+    void operator()(Self& self, error_code ec = {}, const cm_event& = {}) {
         if (at != step::start) {
             if (ec && at == step::accepting) stream.close(); // (an open stream refused stays as it was)
             return self.complete(ec);

@@ -12,16 +12,19 @@
 
 namespace rdmacm::detail {
 
-stream_base::stream_base(executor_type ex, const stream_options& options) noexcept
+stream_base::stream_base(const executor_type& ex, const stream_options& options) noexcept
     : io_handle(ex, nullptr), id_(access::make<cm_id>(empty_id{}, ex)), options_(options) {}
 
 stream_base::stream_base(stream_base&& other) noexcept
     : io_handle(std::move(other)), id_(std::move(other.id_)), options_(other.options_),
       borrowed_(std::exchange(other.borrowed_, nullptr)) {}
 
+// (By member: io_handle's own assignment would leave `other` moved from before its id is.)
 stream_base& stream_base::operator=(stream_base&& other) noexcept {
     if (this != &other) {
-        io_handle::operator=(std::move(other)); // (closes this one first)
+        close();
+        executor_ = other.executor_; // (kept by the moved-from, as io_handle does)
+        impl_ = std::move(other.impl_);
         id_ = std::move(other.id_);
         options_ = other.options_;
         borrowed_ = std::exchange(other.borrowed_, nullptr);

@@ -78,7 +78,7 @@ public:
     stream_base& operator=(stream_base&& other) noexcept;
 
 protected:
-    stream_base(executor_type ex, const stream_options& options) noexcept;
+    stream_base(const executor_type& ex, const stream_options& options) noexcept;
     ~stream_base() { close(); }
     // The id's executor as it is now (it moves), or the handle's when not open.
     executor_type current_executor() const { return current_executor(impl_, executor_); }
