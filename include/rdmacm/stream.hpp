@@ -51,8 +51,8 @@ struct attach_stream {
 
 // The server's side: the client's hello read from the request, the queue pair and receives
 // made, accepted with this side's hello. A request without a hello (or of another
-// version) is rejected: errc::protocol_error. `Request`: a connection_request (its id
-// taken), or a pooled_connection* (its id used where it is).
+// version) is rejected: errc::protocol_error. `Request`: a connection_request or a
+// pooled_connection, taken by the stream.
 template <typename Request>
 struct accept_stream_op {
     stream_base& stream;
@@ -71,10 +71,7 @@ struct accept_stream_op {
             at = step::refused;
             ec = boost::asio::error::already_open;
         } else {
-            if constexpr (std::is_pointer_v<Request>)
-                ec = stream_access::take(stream, *request);
-            else
-                ec = stream_access::take(stream, std::move(request));
+            ec = stream_access::take(stream, std::move(request));
         }
         if (ec) // (never inside the initiating call)
             return boost::asio::post(stream.id().get_executor(), boost::asio::append(std::move(self), ec));
@@ -195,10 +192,11 @@ public:
     }
 
     /// Accepts a connection a `shard_pool` placed (in `async_serve`'s coroutine, say) and opens
-    /// the stream on it. The stream uses the pooled connection's id, which must outlive it:
-    /// the pool's `async_move` and `async_rebalance` move the id, and the stream with it, also
+    /// the stream on it. The stream keeps the pooled connection (`pooled()`): the pool's
+    /// `async_move` and `async_rebalance` move it, and the stream with it, also
     /// mid-transfer; its handlers then run on the connection's shard. Closing the stream
-    /// closes that id.
+    /// closes the connection and takes it out of the pool. As for the pooled connection
+    /// itself, the stream must not outlive the pool's execution contexts.
     /// @par Completion Signature
     /// `void(error_code)`.
     /// @par Errors
@@ -207,10 +205,10 @@ public:
     /// As for `cm_id::async_accept`.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code))
                   Token = boost::asio::default_completion_token_t<executor_type>>
-    auto async_accept(pooled_connection& connection,
+    auto async_accept(pooled_connection connection,
                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return boost::asio::async_compose<Token, void(error_code)>(
-            detail::accept_stream_op<pooled_connection*>{*this, &connection, hello()}, token, executor_);
+            detail::accept_stream_op<pooled_connection>{*this, std::move(connection), hello()}, token, executor_);
     }
 
     /// Reads some bytes into `buffers` (at least one, unless they are empty).

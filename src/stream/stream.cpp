@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <memory>
 #include <utility>
 
 namespace rdmacm::detail {
@@ -17,7 +18,7 @@ stream_base::stream_base(const executor_type& ex, const stream_options& options)
 
 stream_base::stream_base(stream_base&& other) noexcept
     : io_handle(std::move(other)), id_(std::move(other.id_)), options_(other.options_),
-      borrowed_(std::exchange(other.borrowed_, nullptr)) {}
+      pooled_(std::move(other.pooled_)) {}
 
 // (By member: io_handle's own assignment would leave `other` moved from before its id is.)
 stream_base& stream_base::operator=(stream_base&& other) noexcept {
@@ -27,14 +28,15 @@ stream_base& stream_base::operator=(stream_base&& other) noexcept {
         impl_ = std::move(other.impl_);
         id_ = std::move(other.id_);
         options_ = other.options_;
-        borrowed_ = std::exchange(other.borrowed_, nullptr);
+        pooled_ = std::move(other.pooled_);
     }
     return *this;
 }
 
 void stream_base::close() noexcept {
     if (auto impl = std::move(impl_)) impl->close();
-    id().close(); // the connection's end for the peer (its reads: connection_reset)
+    id().close();    // the connection's end for the peer (its reads: connection_reset)
+    pooled_.reset(); // (out of its pool)
 }
 
 void stream_base::shutdown() noexcept {
@@ -83,14 +85,18 @@ error_code stream_base::take(connection_request&& request) noexcept {
     return open_on(request.event.private_data());
 }
 
-error_code stream_base::take(pooled_connection& connection) noexcept {
+error_code stream_base::take(pooled_connection&& connection) noexcept {
     if (!stream_wire::parse_hello(connection.request().private_data())) {
-        error_code ignored;
+        error_code ignored; // (the connection leaves its pool with the operation)
         connection.id().reject({}, ignored);
         return errc::protocol_error;
     }
-    borrowed_ = &connection.id();
-    return open_on(connection.request().private_data());
+    try {
+        pooled_ = std::make_unique<pooled_connection>(std::move(connection));
+    } catch (const std::bad_alloc&) {
+        return make_error_code(boost::system::errc::not_enough_memory);
+    }
+    return open_on(pooled_->request().private_data());
 }
 
 error_code stream_base::open_on(std::span<const std::byte> peer_private_data) noexcept {

@@ -262,9 +262,12 @@ void stream_impl::fail(error_code ec) {
 }
 
 void stream_impl::update_hold() noexcept {
+    // Written bytes not yet sent keep it running too: their writes completed, and nothing
+    // else would send them (a socket's kernel would).
     const bool end_waits = end_ == end_state::queued && !broken_ && !closed_;
-    const int want =
-        int{reader_.has_value()} + int{writer_.has_value()} + int{end_waits} + int{static_cast<bool>(shutdown_waiter_)};
+    const bool bytes_wait = !ready_.empty() && !broken_ && !closed_;
+    const int want = int{reader_.has_value()} + int{writer_.has_value()} + int{end_waits} + int{bytes_wait} +
+                     int{static_cast<bool>(shutdown_waiter_)};
     if (want == held_) return;
     qp_->waiting_beside(want - held_); // the context runs while they wait, wherever the id moves
     held_ = want;

@@ -7,6 +7,7 @@
 #include "rdmacm/detail/access.hpp"
 #include "rdmacm/detail/initiation.hpp"
 #include "rdmacm/detail/io_handle.hpp"
+#include "rdmacm/pooled_connection.hpp"
 #include "rdmacm/error.hpp"
 #include "rdmacm/stream_options.hpp"
 
@@ -20,7 +21,6 @@
 
 namespace rdmacm {
 struct connection_request;
-class pooled_connection;
 } // namespace rdmacm
 
 namespace rdmacm::detail {
@@ -71,8 +71,12 @@ public:
     void shutdown() noexcept;
     /// The connection's id (its endpoints, its migration); empty until connected. A stream
     /// accepted on a pooled connection uses that one's id.
-    cm_id& id() noexcept { return borrowed_ ? *borrowed_ : id_; }
-    const cm_id& id() const noexcept { return borrowed_ ? *borrowed_ : id_; }
+    cm_id& id() noexcept { return pooled_ ? pooled_->id() : id_; }
+    const cm_id& id() const noexcept { return pooled_ ? pooled_->id() : id_; }
+    /// The pooled connection the stream was accepted on (its shard, its key for
+    /// `shard_pool::async_move`), or nullptr.
+    pooled_connection* pooled() noexcept { return pooled_.get(); }
+    const pooled_connection* pooled() const noexcept { return pooled_.get(); }
 
     stream_base(stream_base&& other) noexcept;
     stream_base& operator=(stream_base&& other) noexcept;
@@ -118,7 +122,9 @@ protected:
     stream_options options_;
 
 private:
-    cm_id* borrowed_ = nullptr; // a pooled connection's id: used, not owned (id())
+    // The pooled connection accepted on, whose id is the stream's (id()); on the heap, where
+    // its pool finds it while the stream moves.
+    std::unique_ptr<pooled_connection> pooled_;
     friend struct stream_access;
     // The opening, for the composed connect and accept (stream.hpp).
     // A queue pair on `id_` and the engine, its receives posted (before the connect or accept).
@@ -128,8 +134,8 @@ private:
     // The server's side before its accept: the request's id taken, its hello read, the queue
     // pair and receives made; a request without a hello is rejected (errc::protocol_error).
     error_code take(connection_request&& request) noexcept;
-    // The same on a pooled connection, whose id the stream uses from then on.
-    error_code take(pooled_connection& connection) noexcept;
+    // The same on a pooled connection, which the stream keeps from then on.
+    error_code take(pooled_connection&& connection) noexcept;
     // Both: with the peer's private data, on id().
     error_code open_on(std::span<const std::byte> peer_private_data) noexcept;
 
@@ -150,7 +156,9 @@ struct stream_access {
         return s.opened(peer_private_data);
     }
     static error_code take(stream_base& s, connection_request&& request) noexcept { return s.take(std::move(request)); }
-    static error_code take(stream_base& s, pooled_connection& connection) noexcept { return s.take(connection); }
+    static error_code take(stream_base& s, pooled_connection&& connection) noexcept {
+        return s.take(std::move(connection));
+    }
 };
 
 } // namespace rdmacm::detail
