@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -49,7 +50,7 @@ std::array<std::byte, 12> stream_base::hello() const noexcept {
 
 error_code stream_base::prepare(stream_role role) noexcept {
     if (options_.depth < stream_wire::min_depth || options_.message_size < stream_wire::min_message_size ||
-        options_.send_depth == 0)
+        options_.send_depth == 0 || options_.send_depth == std::numeric_limits<std::uint32_t>::max())
         return RDMACM_CALL_ERRNO("stream_options", EINVAL);
     std::shared_ptr<qp_impl> qp;
     try {
