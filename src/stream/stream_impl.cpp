@@ -273,19 +273,21 @@ void stream_impl::update_hold() noexcept {
     held_ = want;
 }
 
-void stream_impl::read(handler h, const mutable_buffer_list& buffers) {
-    std::uint64_t id = 0;
-    {
-        std::lock_guard lock(mutex_);
-        id = next_id_++;
-    }
-    // In place before the operation can complete on another thread (as a pool's receive).
-    // Every type: ending the wait loses nothing, the bytes wait for the next read.
+// In place before the operation can complete on another thread (as a pool's receive). Every
+// type: a read's wait ends with its bytes left for the next read, a write's with nothing
+// of it written.
+std::uint64_t stream_impl::on_cancellation(handler& h, void (stream_impl::*cancel)(std::uint64_t) noexcept) {
+    const std::uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
     auto slot = boost::asio::get_associated_cancellation_slot(h);
     if (slot.is_connected())
-        slot.assign([weak = weak_from_this(), id](boost::asio::cancellation_type) {
-            if (auto self = weak.lock()) self->cancel_read(id);
+        slot.assign([weak = weak_from_this(), id, cancel](boost::asio::cancellation_type) {
+            if (auto self = weak.lock()) ((*self).*cancel)(id);
         });
+    return id;
+}
+
+void stream_impl::read(handler h, const mutable_buffer_list& buffers) {
+    const std::uint64_t id = on_cancellation(h, &stream_impl::cancel_read);
     std::lock_guard lock(mutex_);
     if (closed_) return post_completion(std::move(h), errc::not_open, 0);
     if (reader_ || read_woken_) return post_completion(std::move(h), errc::operation_in_progress, 0);
@@ -295,17 +297,7 @@ void stream_impl::read(handler h, const mutable_buffer_list& buffers) {
 }
 
 void stream_impl::write(handler h, const const_buffer_list& buffers) {
-    std::uint64_t id = 0;
-    {
-        std::lock_guard lock(mutex_);
-        id = next_id_++;
-    }
-    // A waiting write has sent nothing: every type ends it, nothing sent.
-    auto slot = boost::asio::get_associated_cancellation_slot(h);
-    if (slot.is_connected())
-        slot.assign([weak = weak_from_this(), id](boost::asio::cancellation_type) {
-            if (auto self = weak.lock()) self->cancel_write(id);
-        });
+    const std::uint64_t id = on_cancellation(h, &stream_impl::cancel_write);
     std::lock_guard lock(mutex_);
     if (closed_) return post_completion(std::move(h), errc::not_open, 0);
     if (writer_) return post_completion(std::move(h), errc::operation_in_progress, 0);

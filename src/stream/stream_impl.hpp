@@ -23,6 +23,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -103,6 +104,8 @@ private:
     void update_hold() noexcept;     // the context's work while something waits
     bool may_speak() const noexcept; // the server: once the client spoke (siw R10)
 
+    // The operation's id; its handler's cancellation slot, if connected, calls `cancel` with it.
+    std::uint64_t on_cancellation(handler& h, void (stream_impl::*cancel)(std::uint64_t) noexcept);
     void cancel_read(std::uint64_t id) noexcept;
     void cancel_write(std::uint64_t id) noexcept;
     void wake_read(handler h, const mutable_buffer_list& buffers); // queued; deliver() takes the bytes
@@ -143,8 +146,8 @@ private:
     bool read_woken_cancelled_ = false;
     std::optional<waiting_write> writer_;
     shutdown_handler shutdown_waiter_;
-    std::uint64_t next_id_ = 0;
-    int held_ = 0; // what update_hold last told the queue pair
+    std::atomic<std::uint64_t> next_id_{0}; // names operations for their cancellers
+    int held_ = 0;                          // what update_hold last told the queue pair
     // Handlers with nowhere to run (the context shutting down), kept for context_gone to
     // destroy outside the lock.
     std::vector<handler> unrun_;
