@@ -28,31 +28,14 @@ fail() {
 
 declare -A samples
 
-# perftest KEY TOOL PORT [FLAGS...]: server and client on $addr; adds the result (field 5 of
-# the client's SIZE line: t_typical for ib_send_lat, MsgRate for ib_send_bw) to samples[KEY],
-# or with KEY "-" (the warm-up) only checks it. A run in which both sides hang (each killed
-# after 60 s; on siw, ib_send_bw -e did in 2 of about 18 runs on 2026-11-30, and twice in a row
-# on 2026-12-02) is run again, up to twice, counted: the summary says how many were; a third
-# hang fails.
-hung=0
+# perftest KEY TOOL PORT [FLAGS...]: one run (bench/perftest_run.sh) of SIZE bytes; adds
+# the result (field 5 of the client's SIZE line: t_typical for ib_send_lat, MsgRate for
+# ib_send_bw) to samples[KEY], or with KEY "-" (the warm-up) only checks it.
+. "$(dirname "$0")/perftest_run.sh"
 perftest() {
-    local key=$1 tool=$2 port=$3 server client=0 server_status=0 value try; shift 3
-    for try in 1 2 3; do
-        client=0 server_status=0
-        timeout 60 stdbuf -oL "$tool" -R -d "$dev" -s $size -F -p "$port" "$@" >"$work/server" 2>&1 &
-        server=$!
-        sleep 1
-        timeout 60 stdbuf -oL "$tool" -R -d "$dev" -s $size -F -p "$port" "$@" "$addr" >"$work/client" 2>&1 ||
-            client=$?
-        wait $server || server_status=$?
-        [ $try -lt 3 ] && [ $client = 124 ] && [ $server_status = 124 ] || break
-        hung=$((hung + 1))
-        echo "perftest_compare: $dev: $tool $*: both sides hung for 60 s; again (the client said:" \
-            "$(tail -n 3 "$work/client" | tr '\n' ' '))" >&2
-    done
-    if [ $client != 0 ] || [ $server_status != 0 ]; then
-        fail "$tool $*: client exited with status $client, server with $server_status" "$work/server" "$work/client"
-    fi
+    local key=$1 tool=$2 port=$3 value
+    shift 3
+    perftest_run "$work/client" "$tool" "$dev" "$addr" "$port" -s $size "$@" || exit 1
     value=$(awk '$1 == '$size' { v = $5 } END { print v }' "$work/client")
     number "$value" || fail "$tool $*: no result line in the client's output" "$work/client"
     [ "$key" = - ] || samples[$key]+="$value "
@@ -93,7 +76,7 @@ m() { tr ' ' '\n' <<<"${samples[$1]}" | grep . | median; }
 # The median and the spread of KEY's runs: "MEDIAN (MIN-MAX)".
 ms() { echo "$(m "$1") ($(tr ' ' '\n' <<<"${samples[$1]}" | grep . | sort -g | sed -n '1p;$p' | paste -sd-))"; }
 printf '%s: %s-byte send/receive, medians of %s runs (after one warm-up run each; perftest runs hung and run again: %s)\n' \
-    "$dev" $size "$repeats" $hung
+    "$dev" $size "$repeats" $perftest_hung
 printf '  %-38s %24s %24s\n' "" "latency us (min-max)" "msg rate Mpps (min-max)"
 printf '  %-38s %24s %24s\n' "asio-rdmacm queue_pair (events)" "$(ms ours_event_lat)" "$(ms ours_event_rate)"
 printf '  %-38s %24s %24s\n' "perftest -e (events)" "$(ms event_lat)" "$(ms event_rate)"

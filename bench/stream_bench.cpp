@@ -10,27 +10,20 @@
 // for a while before it sleeps); MESSAGE_SIZE: stream_options::message_size. `tcp`: the
 // same code over Asio's own TCP socket (no delay), on the device's address: what Asio's
 // operations cost, without RDMA.
-#include <rdmacm/rdmacm.hpp>
+#include "connected.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
 namespace asio = boost::asio;
 using asio::use_awaitable;
-using tcp = asio::ip::tcp;
 
 namespace {
 
@@ -52,9 +45,6 @@ asio::awaitable<void> transfers(Stream& s, std::vector<char>& buf, std::size_t s
         }
 }
 
-void end_data(rdmacm::stream& s) { s.shutdown(); }
-void end_data(tcp::socket& s) { s.shutdown(tcp::socket::shutdown_send); }
-
 template <typename Stream>
 asio::awaitable<void> run(Stream& s, test t) {
     std::vector<char> buf(std::max<std::size_t>(t.size, 16), 'x');
@@ -67,7 +57,7 @@ asio::awaitable<void> run(Stream& s, test t) {
                 bytes * 8 / (1000 * usec), usec / (2.0 * static_cast<double>(t.count)));
     std::fflush(stdout);
     // Each side ends its data, and reads the other's end.
-    end_data(s);
+    bench::end_data(s);
     auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
     if (ec != asio::error::eof) throw boost::system::system_error(ec, "the peer's end");
 }
@@ -84,48 +74,7 @@ int main(int argc, char** argv) {
     rdmacm::stream_options options{.poll_for =
                                        std::chrono::microseconds(argc >= 7 && !over_tcp ? std::stoi(argv[6]) : 0)};
     if (argc == 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
-    const auto address = asio::ip::make_address(argv[2]);
-    const auto port = static_cast<unsigned short>(std::stoi(argv[3]));
-    try {
-        asio::io_context ctx;
-        rdmacm::stream s(ctx, options);
-        tcp::socket socket(ctx);
-        std::optional<rdmacm::listener> l;
-        std::optional<tcp::acceptor> acceptor;
-        if (!t.client && over_tcp) {
-            acceptor.emplace(ctx, tcp::endpoint(address, port));
-            std::cout << "listening" << std::endl;
-        } else if (!t.client) {
-            l.emplace(ctx);
-            l->bind({address, port});
-            l->listen();
-            std::cout << "listening" << std::endl;
-        }
-        asio::co_spawn(
-            ctx,
-            [&]() -> asio::awaitable<void> {
-                if (over_tcp) {
-                    if (t.client)
-                        co_await socket.async_connect(tcp::endpoint(address, port), use_awaitable);
-                    else
-                        co_await acceptor->async_accept(socket, use_awaitable);
-                    socket.set_option(tcp::no_delay(true));
-                    co_await run(socket, t);
-                } else {
-                    if (t.client)
-                        co_await s.async_connect({address, port}, use_awaitable);
-                    else
-                        co_await s.async_accept(co_await l->async_get_request(use_awaitable), use_awaitable);
-                    co_await run(s, t);
-                }
-            },
-            [](const std::exception_ptr& e) {
-                if (e) std::rethrow_exception(e);
-            });
-        ctx.run();
-        return 0;
-    } catch (const std::exception& e) {
-        std::cerr << "stream_bench: " << e.what() << std::endl;
-        return 1;
-    }
+    return bench::run_connected({"stream_bench", t.client, asio::ip::make_address(argv[2]),
+                                 static_cast<unsigned short>(std::stoi(argv[3])), over_tcp, options},
+                                [&](auto& s) { return run(s, t); });
 }

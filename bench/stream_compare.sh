@@ -1,67 +1,164 @@
 #!/bin/bash
-# stream_compare.sh BUILD_DIR ADDRESS [REPEATS]: rdmacm::stream (bench/stream_bench) next to
-# what an RDMA user picks today — rdma-core's rsockets, through its own tools rstream and
-# riostream — and to TCP in the same VM (`rstream -T s`, and the same benchmark code as ours
-# over Asio's own TCP socket: what Asio's operations cost without RDMA), on one device: rstream's transfer
-# test (after a 16-byte exchange, COUNT transfers of SIZE bytes one way, then back), 64 B x
-# 1000 and 64 KiB x 200, the same options on both sides. Ours runs event-driven (the
-# default) and polling 50 us before it sleeps (stream_options::poll_for; rsockets polls too,
-# by default). One untimed run of each first, then each measured REPEATS times alternately;
-# prints the median microseconds per transfer and Gb/s (both directions, as rstream
-# counts), and the ratio to ours (their time / ours: above 1, ours is faster). A run that
+# stream_compare.sh BUILD_DIR DEVICE ADDRESS [REPEATS]: rdmacm::stream beside what an RDMA
+# user picks today, on one device, all in this one run:
+# - Transfers (bench/stream_bench): rstream's transfer test — after a 16-byte exchange, COUNT
+#   transfers of SIZE bytes one way, then back — 64 B x 1000 and 64 KiB x 200, the same
+#   options on both sides, for the stream (event-driven, the default, and polling 50 us
+#   before it sleeps: stream_options::poll_for; rsockets polls too, by default), rdma-core's
+#   rsockets through its own tools rstream and riostream, TCP in the same VM (`rstream -T s`),
+#   and the same benchmark code as ours over Asio's own TCP socket (what Asio's operations
+#   cost without RDMA). Printed: the median microseconds per transfer and Gb/s (both
+#   directions, as rstream counts), and the ratio to ours (their time / ours: above 1, ours
+#   is faster). Beside them the device's own limit, from perftest (bench/perftest_run.sh):
+#   ib_send_lat's typical latency for 64 B (half a round trip) and ib_write_bw's average
+#   bandwidth for 64 KiB.
+# - What a transfer costs (64 B): the client's system calls and CPU time per transfer (it
+#   sends half of them and receives the other half), counted by the kernel
+#   (bench/syscalls_of) — the difference between a run of COUNT 5000 and one of COUNT 1000,
+#   over the 8000 more transfers, so that neither the connection nor the start of a process
+#   is counted. (The client: rstream's server polls while it waits for the client to
+#   connect, a cost that varies with the wait.)
+# - HTTP (bench/http_bench): Beast's keep-alive requests, one at a time on one connection,
+#   over the stream and over Asio's TCP socket: requests per second.
+# One untimed run of each first, then each measured REPEATS times alternately. A run that
 # fails or prints no result stops the script, saying so.
 set -euo pipefail
-build=$1 addr=$2 repeats=${3:-3}
+build=$1 dev=$2 addr=$3 repeats=${4:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
+. "$(dirname "$0")/perftest_run.sh"
 port=7700
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-
-# one TOOL SIZE COUNT: one run, server then client; prints the client's usec per transfer.
-one() {
-    local tool=$1 size=$2 count=$3 server result
-    port=$((port + 1))
-    case $tool in
-    stream | stream_poll | asio_tcp)
-        local poll=0
-        [ "$tool" = stream_poll ] && poll=50
-        [ "$tool" = asio_tcp ] && poll=tcp
-        "$build/bench/stream_bench" server "$addr" $port "$size" "$count" $poll >"$work/server" 2>&1 &
-        server=$!
-        for _ in $(seq 100); do grep -q listening "$work/server" && break; sleep 0.05; done
-        timeout 120 "$build/bench/stream_bench" client "$addr" $port "$size" "$count" $poll >"$work/client" 2>&1 ||
-            { cat "$work/client" "$work/server" >&2; echo "stream_compare: $tool failed" >&2; exit 1; }
-        result=$(awk '$1 == "stream" {print $9}' "$work/client") ;;
-    *)
-        local cmd=rstream opts=()
-        [ "$tool" = riostream ] && cmd=riostream
-        [ "$tool" = tcp ] && opts=(-T s)
-        "$cmd" "${opts[@]}" -b "$addr" -p $port -S "$size" -C "$count" >"$work/server" 2>&1 &
-        server=$!
-        sleep 0.3 # (rstream says nothing once it listens)
-        timeout 120 "$cmd" "${opts[@]}" -s "$addr" -p $port -S "$size" -C "$count" >"$work/client" 2>&1 ||
-            { cat "$work/client" "$work/server" >&2; echo "stream_compare: $tool failed" >&2; exit 1; }
-        result=$(awk '$1 == "custom" {print $NF}' "$work/client") ;;
-    esac
-    timeout 30 tail --pid=$server -f /dev/null || { echo "stream_compare: $tool's server did not end" >&2; exit 1; }
-    [[ $result =~ ^[0-9]+(\.[0-9]+)?$ ]] || { cat "$work/client" >&2; echo "stream_compare: $tool printed no result" >&2; exit 1; }
-    echo "$result"
+number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+fail() {
+    echo "stream_compare: $dev: $1" >&2
+    shift
+    for f in "$@"; do echo "--- $(basename "$f"):" >&2; cat "$f" >&2; done
+    exit 1
 }
 
+# pair SERVER_ROLE CLIENT_ROLE COMMAND...: COMMAND's server (ROLE in COMMAND replaced by
+# SERVER_ROLE), then its client, each under $count_with (bench/syscalls_of, or nothing): the
+# client's output in $work/client, the server's in $work/server. Ours says when it listens;
+# rstream does not.
+pair() {
+    local server_role=$1 client_role=$2 server
+    shift 2
+    "${count_with[@]}" "${@/#ROLE/$server_role}" >"$work/server" 2>&1 &
+    server=$!
+    if [[ $1 == */bench/* ]]; then
+        for _ in $(seq 100); do grep -q listening "$work/server" && break; sleep 0.05; done
+    else
+        sleep 0.3
+    fi
+    timeout 120 "${count_with[@]}" "${@/#ROLE/$client_role}" >"$work/client" 2>&1 ||
+        fail "$* failed" "$work/client" "$work/server"
+    timeout 30 tail --pid=$server -f /dev/null || fail "$*: the server did not end" "$work/server"
+    wait $server || fail "$*: the server failed" "$work/server"
+}
+
+# transfer TOOL SIZE COUNT: one run of rstream's transfer test; the client's microseconds per
+# transfer in $work/client (field: see result).
+transfer() {
+    local tool=$1 size=$2 count=$3 opts=()
+    port=$((port + 1))
+    case $tool in
+    stream) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" 0 ;;
+    stream_poll) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" 50 ;;
+    asio_tcp) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" tcp ;;
+    rstream | riostream | tcp)
+        local cmd=rstream
+        [ "$tool" = riostream ] && cmd=riostream
+        [ "$tool" = tcp ] && opts=(-T s)
+        pair -b -s "$cmd" "${opts[@]}" ROLE "$addr" -p $port -S "$size" -C "$count" ;;
+    esac
+}
+result() { # TOOL: the last transfer's microseconds per transfer
+    case $1 in
+    stream | stream_poll | asio_tcp) awk '$1 == "stream" {print $9}' "$work/client" ;;
+    *) awk '$1 == "custom" {print $NF}' "$work/client" ;;
+    esac
+}
+
+# limit SIZE COUNT: the device's, as perftest measures it, in microseconds per transfer, in $v.
+limit() {
+    local size=$1 count=$2
+    port=$((port + 1))
+    if [ "$size" = 64 ]; then
+        perftest_run "$work/perftest" ib_send_lat "$dev" "$addr" $port -s "$size" -n "$count" || exit 1
+        v=$(awk '$1 == '"$size"' {v = $5} END {print v}' "$work/perftest") # t_typical
+    else
+        perftest_run "$work/perftest" ib_write_bw "$dev" "$addr" $port -s "$size" -n "$count" --report_gbits || exit 1
+        v=$(awk '$1 == '"$size"' && $4 > 0 {v = '"$size"' * 8 / ($4 * 1000)} END {print v}' "$work/perftest") # BW average
+    fi
+    number "$v" || fail "perftest printed no result" "$work/perftest"
+}
+
+count_with=()
 tools="stream stream_poll rstream riostream tcp asio_tcp"
 for cfg in "64 1000" "65536 200"; do
     read -r size count <<<"$cfg"
     declare -A usec=()
-    for tool in $tools; do one "$tool" "$size" "$count" >/dev/null; done # (untimed)
+    for tool in $tools; do transfer "$tool" "$size" "$count"; done # (untimed)
+    limit "$size" "$count"
     for _ in $(seq "$repeats"); do
-        for tool in $tools; do usec[$tool]+="$(one "$tool" "$size" "$count") "; done
+        for tool in $tools; do
+            transfer "$tool" "$size" "$count"
+            v=$(result "$tool")
+            number "$v" || fail "$tool printed no result" "$work/client"
+            usec[$tool]+="$v "
+        done
+        limit "$size" "$count"
+        usec[perftest]+="$v "
     done
-    echo "stream_compare: $size B x $count, median of $repeats (usec per transfer, Gb/s both ways, their time / ours event-driven):"
+    echo "stream_compare: $dev: $size B x $count, median of $repeats (usec per transfer, Gb/s both ways, their time / ours event-driven):"
     ours=$(tr ' ' '\n' <<<"${usec[stream]}" | grep . | median)
-    for tool in $tools; do
+    [ "$size" = 64 ] && what="perftest (ib_send_lat)" || what="perftest (ib_write_bw)"
+    for tool in $tools perftest; do
         m=$(tr ' ' '\n' <<<"${usec[$tool]}" | grep . | median)
-        awk -v t="$tool" -v m="$m" -v s="$size" -v o="$ours" \
-            'BEGIN {printf "  %-12s %10.2f us %8.3f Gb/s   x%.2f\n", t, m, s * 8 / (m * 1000), m / o}'
+        label=$tool
+        [ "$tool" = perftest ] && label=$what
+        awk -v t="$label" -v m="$m" -v s="$size" -v o="$ours" \
+            'BEGIN {printf "  %-24s %10.2f us %8.3f Gb/s   x%.2f\n", t, m, s * 8 / (m * 1000), m / o}'
     done
     unset usec
 done
+[ "$perftest_hung" = 0 ] || echo "  (perftest runs hung and run again: $perftest_hung)"
+
+# What a 64-byte transfer costs the client: (5000 transfers' counts - 1000's) / 8000.
+count_with=("$build/bench/syscalls_of")
+counts() { awk '$1 == "syscalls" {s = $2} $1 == "cpu_us" {c = $2} END {print s, c}' "$work/client"; }
+echo "stream_compare: $dev: what a 64 B transfer costs the client (runs of 5000 less runs of 1000, per transfer):"
+for tool in stream rstream asio_tcp; do
+    transfer "$tool" 64 1000
+    read -r s1 c1 < <(counts)
+    transfer "$tool" 64 5000
+    read -r s2 c2 < <(counts)
+    number "$s1" && number "$s2" || fail "syscalls_of printed no counts" "$work/client" "$work/server"
+    awk -v t="$tool" -v s1="$s1" -v s2="$s2" -v c1="$c1" -v c2="$c2" \
+        'BEGIN {printf "  %-12s %8.2f system calls %10.1f us of CPU\n", t, (s2 - s1) / 8000, (c2 - c1) / 8000}'
+done
+count_with=()
+
+# Beast's HTTP requests per second over the stream and over TCP.
+declare -A rps=()
+requests=1000
+http() { # [tcp]: requests per second, in $v
+    port=$((port + 1))
+    pair server client "$build/bench/http_bench" ROLE "$addr" $port $requests "$@"
+    v=$(awk '$1 == "http" {print $6}' "$work/client")
+    number "$v" || fail "http_bench printed no result" "$work/client"
+}
+http
+http tcp
+for _ in $(seq "$repeats"); do
+    http
+    rps[stream]+="$v "
+    http tcp
+    rps[tcp]+="$v "
+done
+ours=$(tr ' ' '\n' <<<"${rps[stream]}" | grep . | median)
+theirs=$(tr ' ' '\n' <<<"${rps[tcp]}" | grep . | median)
+echo "stream_compare: $dev: Beast HTTP/1.1, $requests keep-alive requests one at a time, median of $repeats (requests per second):"
+awk -v o="$ours" -v t="$theirs" 'BEGIN {
+    printf "  %-24s %10.1f\n  %-24s %10.1f   (stream / TCP: x%.2f)\n", "over the stream", o, "over Asio TCP", t, o / t }'
