@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the benchmark scripts. perftest_run OUT TOOL DEVICE ADDRESS PORT [FLAGS...]:
 # one run of rdma-core's perftest TOOL over rdma_cm (-R) on DEVICE — its server, then its
 # client to ADDRESS, both with FLAGS — the client's output in OUT, the server's in

@@ -26,7 +26,8 @@ set -euo pipefail
 build=$1 dev=$2 addr=$3 repeats=${4:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
-. "$(dirname "$0")/perftest_run.sh"
+# shellcheck source=bench/perftest_run.sh
+. "$(dirname "$0")/perftest_run.sh" # (perftest_run, perftest_hung)
 port=7700
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }

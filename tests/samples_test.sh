@@ -135,13 +135,8 @@ grep -q 'connections per shard after:  0: 2  1: 2  2: 2  3: 2' <<<"$rebalance"
 grep -q 'lost: 0$' <<<"$rebalance"
 grep -q 'rebalance demo: OK' <<<"$rebalance"
 
-# Interoperability: rdma-core's own clients against our server.
-# ucmatose's protocol has the server send first; on siw a first message that arrives behind
-# the server's MPA reply, before the client read that reply, fails the client's connect
-# (Linux 6.1 siw_cm.c, siw_proc_mpareply: "peer sent extra data"; docs/semantics.md R10):
-# a kernel race no server can avoid. Exactly that failure is retried, at most twice, each
-# retry said; anything else fails at once.
-race='cmatose: event: RDMA_CM_EVENT_CONNECT_ERROR, error: -22'
+# Interoperability: rdma-core's own clients against our server (siw's race: tests/support/r10.sh).
+. "$(dirname "$0")/support/r10.sh"
 for attempt in 1 2 3; do
     start_server "$samples/cmatose_server" "$addr" 0 10 100
     status=0
@@ -149,11 +144,7 @@ for attempt in 1 2 3; do
     echo "$ucmatose_out"
     stop_server
     [ $status = 0 ] && break
-    if [ $attempt = 3 ] || ! grep -qx "$race" <<<"$ucmatose_out"; then
-        echo "ucmatose failed (exit status $status)"
-        exit 1
-    fi
-    echo "RETRY $attempt of 2: ucmatose met siw's first-message race (semantics R10): $race"
+    r10_retry $attempt "$ucmatose_out" || { echo "ucmatose failed (exit status $status)"; exit 1; }
 done
 [ "$(grep -c 'sent 10, received 10' "$out")" = 2 ]
 start_server "$samples/cmatose_server" "$addr" 0 0

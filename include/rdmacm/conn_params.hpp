@@ -20,7 +20,12 @@ struct conn_params {
     std::uint8_t responder_resources = 1;
     std::uint8_t initiator_depth = 1;
     std::uint8_t flow_control = 1;
-    std::uint8_t retry_count = 7;     ///< connect only
+    /// Connect only (the passive side's queue pair takes the active side's). How many
+    /// times a send the peer does not acknowledge is sent again before it fails
+    /// (`IBV_WC_RETRY_EXC_ERR`): what bounds the time a writer takes to learn its peer's
+    /// host is gone (docs/reliability.md). 6, not the 3-bit field's 7: rxe retries 7
+    /// forever (Linux 6.1 rxe_comp.c), so a crashed peer would never be noticed there.
+    std::uint8_t retry_count = 6;
     std::uint8_t rnr_retry_count = 7; ///< 7 = retry forever
 };
 
