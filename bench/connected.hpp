@@ -1,8 +1,8 @@
 #pragma once
 // One connection for a benchmark that runs the same code over an rdmacm::stream and over
 // Asio's own TCP socket (bench/stream_bench, bench/http_bench): the server listens (saying
-// "listening" once it does), the client connects, and `body(stream)` runs on the connected
-// one; then the context runs until everything is done. Returns main()'s status; an error is
+// "listening" once it does), the client connects (saying "connected"), and `body(stream)`
+// runs on the connected one; then the context runs until everything is done. Returns main()'s status; an error is
 // printed as "NAME: what".
 #include <rdmacm/rdmacm.hpp>
 
@@ -60,6 +60,7 @@ int run_connected(const connection_setup& setup, Body body) {
                         co_await socket.async_connect(tcp::endpoint(setup.address, setup.port), use_awaitable);
                     else
                         co_await acceptor->async_accept(socket, use_awaitable);
+                    if (setup.client) std::cout << "connected" << std::endl;
                     socket.set_option(tcp::no_delay(true));
                     co_await body(socket);
                 } else {
@@ -67,6 +68,7 @@ int run_connected(const connection_setup& setup, Body body) {
                         co_await s.async_connect({setup.address, setup.port}, use_awaitable);
                     else
                         co_await s.async_accept(co_await l->async_get_request(use_awaitable), use_awaitable);
+                    if (setup.client) std::cout << "connected" << std::endl;
                     co_await body(s);
                 }
             },

@@ -50,7 +50,7 @@ pair() {
     if [[ $1 == */bench/* ]]; then
         for _ in $(seq 100); do grep -q listening "$work/server" && break; sleep 0.05; done
     else
-        sleep 0.3
+        sleep 0.5 # (rstream says nothing once it listens)
     fi
     timeout 120 "${count_with[@]}" "${@/#ROLE/$client_role}" >"$work/client" 2>&1 ||
         fail "$* failed" "$work/client" "$work/server"
@@ -135,7 +135,8 @@ for tool in stream rstream asio_tcp; do
     read -r s1 c1 < <(counts)
     transfer "$tool" 64 5000
     read -r s2 c2 < <(counts)
-    number "$s1" && number "$s2" || fail "syscalls_of printed no counts" "$work/client" "$work/server"
+    number "$s1" && number "$s2" && number "$c1" && number "$c2" ||
+        fail "syscalls_of printed no counts" "$work/client" "$work/server"
     awk -v t="$tool" -v s1="$s1" -v s2="$s2" -v c1="$c1" -v c2="$c2" \
         'BEGIN {printf "  %-12s %8.2f system calls %10.1f us of CPU\n", t, (s2 - s1) / 8000, (c2 - c1) / 8000}'
 done

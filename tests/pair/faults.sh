@@ -1,7 +1,8 @@
 #!/bin/bash
-# faults.sh BUILD_DIR: run by tools/rdma-vm/run-pair on both hosts (tests/pair/run.sh). Side b
-# serves (the samples' echo_server and http_server on rxe0's and siw0's addresses); side a
-# is the client. Every step is bounded; the first failure ends the side with its number.
+# faults.sh BUILD_DIR: run on both hosts of tools/rdma-vm/run-pair by tools/test. Side b
+# serves (the samples' echo_server, http_server and cmatose_server, and bench/stream_bench,
+# on rxe0's and siw0's addresses); side a is the client. Every step is bounded; the first
+# failure ends the side with its number.
 #
 # 1. A lossy, slow link: each host's side of both links drops 1 % and delays 20 ms
 #    (link-fault netem), so each direction does. On each device: 200 echoes (echo_client:
@@ -10,15 +11,19 @@
 #    messages each way, its own check) against our cmatose_server (siw's race R10 retried
 #    as the samples test does: tests/support/r10.sh).
 # 2. The server's host crashes (crash-host: no DREQ, no FIN) while side a has, on each
-#    device, a stream writing without waiting for answers (bench/stream_bench) and an
-#    echo_client (mostly waiting for an echo). The time from the crash to each one's end is
-#    printed. The writer must end with the library's error (connection_reset: its sends
-#    ran out of retries) within 60 s; the echo client must end (bounded by its own 30-s stall watch: a
-#    receive alone is never told of a peer gone, docs/reliability.md). siw's connection is
-#    TCP's: its detection is TCP's retransmission budget, set here by net.ipv4.tcp_retries2
-#    (5: about 12.6 s of retransmissions; the default 15 takes about 15 minutes).
+#    device, a stream writing 64 KiB transfers without waiting for answers
+#    (bench/stream_bench) and an echo_client, all connected. The links delay 20 ms each way
+#    and lose nothing: a path between hosts, on which a writer's sends are in flight when
+#    the peer goes. The time from the crash to each one's end is printed. The writer must
+#    end with the library's error (connection_reset: its sends ran out of retries) within
+#    60 s; the echo client must end with an error (bounded by its own 30-s stall watch: a
+#    receive alone is never told of a peer gone, docs/semantics.md T12). siw's connection
+#    is TCP's: its detection is TCP's retransmission budget, set here by
+#    net.ipv4.tcp_retries2 (5: about 12.6 s of retransmissions; the default 15 takes about
+#    15 minutes).
 set -uo pipefail
 build=$1
+# shellcheck source=tests/support/r10.sh
 . "$(dirname "$0")/../support/r10.sh"
 pair=$RDMAVM_PAIR_DIR
 devices="rxe0 siw0"
@@ -28,31 +33,46 @@ await() { # await FILE SECS: until the peer writes FILE
     say "no $1 from the peer within $2 s"
     return 1
 }
+# await_output FILE TEXT SECS: until FILE (a program's output) says TEXT.
+await_output() {
+    for _ in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    say "$1: no \"$2\" within $3 s"
+    return 1
+}
 addr() { local v=RDMACM_ADDR_$1; echo "${!v}"; }
 peer() { local v=RDMACM_PEER_ADDR_$1; echo "${!v}"; }
 
 for d in $devices; do link-fault "$d" netem loss 1% delay 20ms || exit 2; done
 
 if [ "$RDMAVM_PAIR_SIDE" = b ]; then
-    trap 'kill $(jobs -p) 2>/dev/null' EXIT # (servers: their output would hold the host open)
+    trap 'pkill -P $$ 2>/dev/null' EXIT # (every server and its tee: they would hold the host's output open)
+    # serve NAME COMMAND...: its output printed with NAME before each line, and kept.
+    serve() { "${@:2}" 2>&1 | tee "/tmp/$1" | sed -u "s/^/$1: /" & }
     for d in $devices; do
-        "$build/samples/echo_server" "$(addr $d)" 7471 2>&1 | sed -u "s/^/$d echo_server: /" &
-        "$build/samples/http_server" "$(addr $d)" 7472 2>&1 | sed -u "s/^/$d http_server: /" &
-        "$build/samples/cmatose_server" "$(addr $d)" 7473 10 100 2>&1 | sed -u "s/^/$d cmatose_server: /" &
-        "$build/bench/stream_bench" server "$(addr $d)" 7474 65536 100000000 2>&1 | sed -u "s/^/$d stream_bench: /" &
+        serve "echo_server.$d" "$build/samples/echo_server" "$(addr $d)" 7471
+        serve "http_server.$d" "$build/samples/http_server" "$(addr $d)" 7472
+        serve "cmatose_server.$d" "$build/samples/cmatose_server" "$(addr $d)" 7473 10 100
+        serve "stream_bench.$d" "$build/bench/stream_bench" server "$(addr $d)" 7474 65536 100000000
     done
-    sleep 1
+    for d in $devices; do
+        for s in echo_server http_server cmatose_server stream_bench; do
+            await_output "/tmp/$s.$d" listening 60 || exit 10
+        done
+    done
     : >"$pair/b.serving"
-    await a.lossy-done 900 || exit 10
-    await a.clients-running 60 || exit 11
-    sleep 3 # (echoes flowing)
+    await a.lossy-done 900 || exit 11
+    for d in $devices; do link-fault "$d" netem delay 20ms || exit 12; done
+    : >"$pair/b.delay-only"
+    await a.clients-connected 120 || exit 13
+    sleep 3 # (echoes and transfers flowing)
     say "crashing"
     : >"$pair/b.crashing"
     crash-host 0
+    exit 14 # (the reset did not happen)
 fi
 
 # Side a.
-await b.serving 60 || exit 20
+await b.serving 120 || exit 20
 for d in $devices; do
     say "$d: lossy link: 200 echoes"
     timeout 300 "$build/samples/echo_client" "$(peer $d)" 7471 200 || { say "$d: echo_client failed"; exit 21; }
@@ -67,40 +87,52 @@ for d in $devices; do
         r10_retry $attempt "$out" || { say "$d: ucmatose failed (status $status)"; exit 23; }
     done
 done
-for d in $devices; do link-fault "$d" heal; done
+for d in $devices; do link-fault "$d" netem delay 20ms || exit 24; done
 : >"$pair/a.lossy-done"
+await b.delay-only 60 || exit 25
 
 sysctl -qw net.ipv4.tcp_retries2=5
-# On each device: a writer (a stream writing 64 KiB transfers without waiting for answers:
-# sends are in flight when the host goes) and an echo client (one message, then a wait for
-# its echo: most of the time only a receive is waiting).
 declare -A client=()
-start() { # start NAME COMMAND...: in the background, bounded, its end time watched apart
-    timeout 300 "${@:2}" >"/tmp/crash.$1" 2>&1 &
+# start NAME COMMAND...: in the background, bounded; its output in /tmp/crash.NAME, the time
+# it ended in /tmp/ended.NAME (its own clock: the clients are watched apart).
+start() {
+    (
+        timeout 300 "${@:2}" >"/tmp/crash.$1" 2>&1
+        rc=$?
+        date +%s.%N >"/tmp/ended.$1"
+        exit $rc
+    ) >/dev/null 2>&1 &
     client[$1]=$!
-    (tail --pid="${client[$1]}" -f /dev/null; date +%s.%N >"/tmp/ended.$1") &
 }
 for d in $devices; do
     start "writer.$d" "$build/bench/stream_bench" client "$(peer $d)" 7474 65536 100000000
     start "echo.$d" "$build/samples/echo_client" "$(peer $d)" 7471 100000000
 done
-: >"$pair/a.clients-running"
-await b.crashing 120 || exit 30
+for d in $devices; do
+    await_output "/tmp/crash.writer.$d" '^connected$' 120 || exit 30
+    await_output "/tmp/crash.echo.$d" 'client: connected to' 120 || exit 31
+done
+: >"$pair/a.clients-connected"
+await b.crashing 120 || exit 32
 crashed=$(date +%s.%N)
 status=0
 for name in "${!client[@]}"; do
     wait "${client[$name]}"
     rc=$?
-    for _ in $(seq 50); do [ -s "/tmp/ended.$name" ] && break; sleep 0.1; done
+    if [ ! -s "/tmp/ended.$name" ]; then
+        say "$name: its end was not recorded"
+        status=33
+        continue
+    fi
     after=$(awk -v e="$(cat "/tmp/ended.$name")" -v c="$crashed" 'BEGIN {printf "%.1f", e - c}')
-    said=$(tail -n 1 "/tmp/crash.$name")
-    say "$name: ended $after s after the crash, status $rc: $said"
-    [ $rc != 0 ] && [ $rc != 124 ] || { say "$name: did not end with an error"; status=31; }
+    say "$name: ended $after s after the crash, status $rc: $(tail -n 1 "/tmp/crash.$name")"
+    awk -v a="$after" 'BEGIN {exit !(a >= 0)}' || { say "$name: ended before the crash"; status=34; }
+    [ $rc != 0 ] && [ $rc != 124 ] || { say "$name: did not end with an error"; status=35; }
     # A writer learns of it from its sends: the library's error (the transport's retries),
     # within 60 s (docs/reliability.md: about 15 s on either device here).
     if [[ $name == writer.* ]]; then
-        grep -q "Connection reset" "/tmp/crash.$name" || { say "$name: not the library's error"; status=32; }
-        awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "$name: later than 60 s"; status=33; }
+        grep -q "Connection reset" "/tmp/crash.$name" || { say "$name: not the library's error"; status=36; }
+        awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "$name: later than 60 s"; status=37; }
     fi
 done
 exit $status
