@@ -8,8 +8,8 @@
 #    (link-fault netem), so each direction does. On each device: 200 echoes (echo_client:
 #    every one checked, in order), 50 keep-alive HTTP requests over an rdmacm::stream
 #    (http_client: every body checked), and rdma-core's ucmatose (2 connections, 10
-#    messages each way, its own check) against our cmatose_server (siw's race R10 retried
-#    as the samples test does: tests/support/r10.sh).
+#    messages each way, its own check) against our cmatose_server (siw's race R10 retried,
+#    up to 5 times here, as the samples test does: tests/support/r10.sh).
 # 2. The server's host crashes (crash-host: no DREQ, no FIN) while side a has, on each
 #    device, a stream writing 64 KiB transfers without waiting for answers
 #    (bench/stream_bench) and an echo_client, all connected. The links delay 20 ms each way
@@ -79,12 +79,13 @@ for d in $devices; do
     say "$d: lossy link: 50 HTTP requests"
     timeout 300 "$build/samples/http_client" "$(peer $d)" 7472 50 || { say "$d: http_client failed"; exit 22; }
     say "$d: lossy link: ucmatose, 2 connections x 10 messages each way"
-    for attempt in 1 2 3; do
+    # (The link's delay widens siw's race: 2 of 6 runs met it, 2026-12-07; up to 6 tries.)
+    for attempt in 1 2 3 4 5 6; do
         status=0
-        out=$(timeout 120 ucmatose -s "$(peer $d)" -p 7473 -C 10 -S 100 -c 2 2>&1) || status=$?
+        out=$(timeout 60 stdbuf -oL ucmatose -s "$(peer $d)" -p 7473 -C 10 -S 100 -c 2 2>&1) || status=$?
         echo "$out"
         [ $status = 0 ] && break
-        r10_retry $attempt "$out" || { say "$d: ucmatose failed (status $status)"; exit 23; }
+        r10_retry $attempt "$out" 6 || { say "$d: ucmatose failed (status $status)"; exit 23; }
     done
 done
 for d in $devices; do link-fault "$d" netem delay 20ms || exit 24; done

@@ -6,9 +6,10 @@
 # kernel race no server can avoid. Exactly that failure is retried, at most twice, each retry
 # said; anything else fails at once.
 r10_race='cmatose: event: RDMA_CM_EVENT_CONNECT_ERROR, error: -22'
-# r10_retry ATTEMPT OUTPUT: true (saying so) when attempt ATTEMPT (1..3) of a ucmatose run
-# that printed OUTPUT and failed may be run again.
+# r10_retry ATTEMPT OUTPUT [ATTEMPTS]: true (saying so) when attempt ATTEMPT of a ucmatose run
+# that printed OUTPUT and failed may be run again: it met exactly that race, and fewer than
+# ATTEMPTS (default 3) were made.
 r10_retry() {
-    [ "$1" -lt 3 ] && grep -qx "$r10_race" <<<"$2" || return 1
-    echo "RETRY $1 of 2: ucmatose met siw's first-message race (semantics R10): $r10_race"
+    [ "$1" -lt "${3:-3}" ] && grep -qx "$r10_race" <<<"$2" || return 1
+    echo "RETRY $1 of $((${3:-3} - 1)): ucmatose met siw's first-message race (semantics R10): $r10_race"
 }
