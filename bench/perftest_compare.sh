@@ -15,23 +15,14 @@ size=64 lat_iters=1000 bw_iters=20000 window=32
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
-
-# fail WHY [FILE...]: says so, shows the files (the run's output), and stops.
-fail() {
-    local why=$1 f; shift
-    echo "perftest_compare: $dev: $why" >&2
-    for f in "$@"; do echo "--- $(basename "$f"):" >&2; cat "$f" >&2; done
-    exit 1
-}
+# shellcheck source=bench/compare_lib.sh
+. "$(dirname "$0")/compare_lib.sh" # (median, number, fail, perftest_run)
 
 declare -A samples
 
-# perftest KEY TOOL PORT [FLAGS...]: one run (bench/perftest_run.sh) of SIZE bytes; adds
+# perftest KEY TOOL PORT [FLAGS...]: one run (bench/compare_lib.sh) of SIZE bytes; adds
 # the result (field 5 of the client's SIZE line: t_typical for ib_send_lat, MsgRate for
 # ib_send_bw) to samples[KEY], or with KEY "-" (the warm-up) only checks it.
-. "$(dirname "$0")/perftest_run.sh"
 perftest() {
     local key=$1 tool=$2 port=$3 value
     shift 3

@@ -9,7 +9,7 @@
 #   and the same benchmark code as ours over Asio's own TCP socket (what Asio's operations
 #   cost without RDMA). Printed: the median microseconds per transfer and Gb/s (both
 #   directions, as rstream counts), and the ratio to ours (their time / ours: above 1, ours
-#   is faster). Beside them the device's own limit, from perftest (bench/perftest_run.sh):
+#   is faster). Beside them the device's own limit, from perftest (bench/compare_lib.sh):
 #   ib_send_lat's typical latency for 64 B (half a round trip) and ib_write_bw's average
 #   bandwidth for 64 KiB.
 # - What a transfer costs (64 B): the client's system calls and CPU time per transfer (it
@@ -26,17 +26,9 @@ set -euo pipefail
 build=$1 dev=$2 addr=$3 repeats=${4:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
-# shellcheck source=bench/perftest_run.sh
-. "$(dirname "$0")/perftest_run.sh" # (perftest_run, perftest_hung)
+# shellcheck source=bench/compare_lib.sh
+. "$(dirname "$0")/compare_lib.sh" # (median, number, fail, perftest_run, perftest_hung)
 port=7700
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
-fail() {
-    echo "stream_compare: $dev: $1" >&2
-    shift
-    for f in "$@"; do echo "--- $(basename "$f"):" >&2; cat "$f" >&2; done
-    exit 1
-}
 
 # pair SERVER_ROLE CLIENT_ROLE COMMAND...: COMMAND's server (ROLE in COMMAND replaced by
 # SERVER_ROLE), then its client, each under $count_with (bench/syscalls_of, or nothing): the

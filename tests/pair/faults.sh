@@ -79,7 +79,7 @@ for d in $devices; do
     say "$d: lossy link: 50 HTTP requests"
     timeout 300 "$build/samples/http_client" "$(peer $d)" 7472 50 || { say "$d: http_client failed"; exit 22; }
     say "$d: lossy link: ucmatose, 2 connections x 10 messages each way"
-    # (The link's delay widens siw's race: 2 of 6 runs met it, 2026-12-07; up to 6 tries.)
+    # (The link's delay widens siw's race; up to 6 tries, each retry printed.)
     for attempt in 1 2 3 4 5 6; do
         status=0
         out=$(timeout 60 stdbuf -oL ucmatose -s "$(peer $d)" -p 7473 -C 10 -S 100 -c 2 2>&1) || status=$?

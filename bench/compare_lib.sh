@@ -1,5 +1,22 @@
 # shellcheck shell=bash
-# Sourced by the benchmark scripts. perftest_run OUT TOOL DEVICE ADDRESS PORT [FLAGS...]:
+# Sourced by the scripts that compare ours with rdma-core's tools (perftest_compare.sh,
+# stream_compare.sh), which set `dev` (the device) before they call fail.
+
+# median: of the numbers on stdin, one per line.
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+
+# fail WHY [FILE...]: says so (the script's name, the device), shows the files (the run's
+# output), and stops.
+fail() {
+    local f
+    echo "$(basename "$0" .sh): $dev: $1" >&2
+    shift
+    for f in "$@"; do echo "--- $(basename "$f"):" >&2; cat "$f" >&2; done
+    exit 1
+}
+
+# perftest_run OUT TOOL DEVICE ADDRESS PORT [FLAGS...]:
 # one run of rdma-core's perftest TOOL over rdma_cm (-R) on DEVICE — its server, then its
 # client to ADDRESS, both with FLAGS — the client's output in OUT, the server's in
 # OUT.server. A run in which both sides hang (each killed after 60 s; on siw, ib_send_bw -e
