@@ -1,4 +1,4 @@
-// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE]]
+// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE [ACK_TIMEOUT]]]
 // stream_bench server|client ADDRESS PORT SIZE COUNT tcp
 // rdmacm::stream measured the way rdma-core's rstream measures rsockets (and TCP, `rstream
 // -T s`), for bench/stream_compare.sh to print beside them from the same run: after a
@@ -7,7 +7,9 @@
 // Gb/s counting both directions, and microseconds per transfer (time / (2 COUNT)). Run the
 // server first, then the client with the same SIZE and COUNT. POLL_US:
 // stream_options::poll_for in microseconds (0, the default: event-driven; rsockets polls
-// for a while before it sleeps); MESSAGE_SIZE: stream_options::message_size. `tcp`: the
+// for a while before it sleeps); MESSAGE_SIZE: stream_options::message_size; ACK_TIMEOUT:
+// stream_options::ack_timeout (tests/pair/faults.sh: a writer's detection of a crashed
+// peer follows it). `tcp`: the
 // same code over Asio's own TCP socket (no delay), on the device's address: what Asio's
 // operations cost, without RDMA.
 #include "connected.hpp"
@@ -65,15 +67,17 @@ asio::awaitable<void> run(Stream& s, test t) {
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 6 || argc > 8 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
-        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE] | tcp]\n";
+    if (argc < 6 || argc > 9 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
+        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE "
+                     "[ACK_TIMEOUT]] | tcp]\n";
         return 2;
     }
     const test t{std::stoul(argv[4]), std::stoul(argv[5]), std::string(argv[1]) == "client"};
     const bool over_tcp = argc == 7 && std::string(argv[6]) == "tcp";
     rdmacm::stream_options options{.poll_for =
                                        std::chrono::microseconds(argc >= 7 && !over_tcp ? std::stoi(argv[6]) : 0)};
-    if (argc == 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
+    if (argc >= 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
+    if (argc == 9) options.ack_timeout = static_cast<std::uint8_t>(std::stoul(argv[8]));
     return bench::run_connected({"stream_bench", t.client, asio::ip::make_address(argv[2]),
                                  static_cast<unsigned short>(std::stoi(argv[3])), over_tcp, options},
                                 [&](auto& s) { return run(s, t); });

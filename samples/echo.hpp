@@ -50,10 +50,10 @@ boost::asio::awaitable<std::size_t> echo(
         if (ec) break;                                // flushed: the peer has gone
         if (message.size() == nudge_length) continue; // dropped
         on_message();
+        ++echoed;
         auto [send_failed, bytes] =
             co_await qp.async_send(received.region(), message.data(), asio::as_tuple(asio::use_awaitable));
         if (send_failed) break; // the connection broke, or its owner closed it
-        ++echoed;
     }
     // Closed by its owner meanwhile (a pool that stops): nothing is left to disconnect.
     auto [disconnected] = co_await conn.async_disconnect(asio::as_tuple(asio::use_awaitable));

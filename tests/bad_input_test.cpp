@@ -305,6 +305,23 @@ BOOST_FIXTURE_TEST_CASE(oversized_private_data, channel_fixture) {
     }());
 }
 
+// An ACK time-out the verbs' 5 bits cannot hold is refused, named, before anything is sent
+// (one they hold is set on the id: stream_test's keep-alive case, and the two-host crash
+// test, whose writer with a short one learns of the crash sooner).
+BOOST_FIXTURE_TEST_CASE(an_ack_timeout_out_of_range, channel_fixture) {
+    auto l = make_listener(*channel);
+    run(ctx, [&]() -> awaitable<void> {
+        cm_id id(*channel);
+        co_await id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms, use_awaitable);
+        co_await id.async_resolve_route(2000ms, use_awaitable);
+        auto attr = rc_qp_attr();
+        id.create_qp(attr);
+        auto [ec, ev] = co_await id.async_connect(conn_params{.ack_timeout = 32}, asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec == boost::system::errc::invalid_argument, ec.message());
+        BOOST_TEST(std::string_view(ec.location().function_name()) == "conn_params::ack_timeout");
+    }());
+}
+
 // The composed connect refuses private data librdmacm cannot carry, as the id's own connect
 // does (before, it dropped it and connected without): from a post, before any step (no
 // address resolved), both overloads.

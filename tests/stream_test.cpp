@@ -208,6 +208,73 @@ BOOST_FIXTURE_TEST_CASE(a_peer_that_closes_is_a_reset_not_a_hang, stream_fixture
     }());
 }
 
+// A peer whose host goes without a word (no disconnect; here, on rxe, its queue pair reset
+// behind the library's back: rxe then drops every packet for it, answering nothing, as a
+// crashed host does): a side that only reads is told by the keep-alive, within its interval
+// and its retries (ACK time-out 2^12 x 4.096 us = 17 ms), not never. Without probes the
+// read still waits (T12: a receive is never told). siw acknowledges in TCP, which a reset
+// queue pair's host still runs: a crashed host on siw is the two-host test's
+// (tests/pair/faults.sh).
+void reset_behind_the_library(stream& s) {
+    ibv_qp_attr reset{};
+    reset.qp_state = IBV_QPS_RESET;
+    BOOST_TEST_REQUIRE(ibv_modify_qp(s.id().native_handle()->qp, &reset, IBV_QP_STATE) == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_reader_learns_of_a_peer_gone_without_a_word_by_the_keep_alive, stream_fixture) {
+    if (is_siw()) {
+        BOOST_TEST_MESSAGE("siw: a host that still runs TCP acknowledges the probes: tests/pair/faults.sh crashes one");
+        return;
+    }
+    for (const bool probing : {true, false}) {
+        BOOST_TEST_CONTEXT("keep-alive " << (probing ? "on" : "off")) {
+            run(ctx, [&]() -> awaitable<void> {
+                stream_pair p(ctx, {.keep_alive = probing ? 100ms : 0ms, .ack_timeout = 12});
+                co_await p.open();
+                co_await asio::async_write(p.client, asio::buffer(std::string("hello")), use_awaitable);
+                std::array<char, 5> buf{};
+                co_await asio::async_read(p.server, asio::buffer(buf), use_awaitable);
+                reset_behind_the_library(p.client);
+                const auto start = std::chrono::steady_clock::now();
+                auto told = co_await (p.server.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable)) ||
+                                      sleep_for(probing ? 10s : 2s));
+                const auto took = std::chrono::steady_clock::now() - start;
+                if (probing) {
+                    BOOST_TEST_REQUIRE(told.index() == 0, "no error within 10 s");
+                    const auto [ec, n] = std::get<0>(told);
+                    BOOST_TEST(ec == asio::error::connection_reset, ec.message());
+                    BOOST_TEST_MESSAGE("told after " << std::chrono::duration<double>(took).count() << " s");
+                } else {
+                    BOOST_TEST(told.index() == 1, "told without probes: the reset was not silent");
+                }
+                p.client.close();
+                p.server.close();
+            }());
+        }
+    }
+}
+
+// The probes take none of the peer's receives and its application sees nothing of them:
+// both sides probing every 20 ms through a 500-ms lull, the bytes after it still arrive
+// once, in order, both ways, and the connection lives (on siw too, where a zero-length
+// write is a DDP segment of its own).
+BOOST_FIXTURE_TEST_CASE(the_keep_alive_s_probes_are_invisible_to_the_peer, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        constexpr stream_options probing{.depth = 3, .message_size = 512, .send_depth = 2, .keep_alive = 20ms};
+        stream_pair p(ctx, probing, probing);
+        co_await p.open();
+        co_await asio::async_write(p.client, asio::buffer(std::string("hello")), use_awaitable);
+        std::array<char, 5> buf{};
+        co_await asio::async_read(p.server, asio::buffer(buf), use_awaitable);
+        co_await sleep_for(500ms); // (about 25 probes each way)
+        const auto up = random_bytes(20000, 1), down = random_bytes(20000, 2);
+        auto [got_up, got_down] = co_await ((send_all(p.client, up, 700, 3) && receive_all(p.server, 600, 4)) &&
+                                            (send_all(p.server, down, 700, 5) && receive_all(p.client, 600, 6)));
+        BOOST_TEST((got_up == up), "client to server: bytes lost, doubled or out of order");
+        BOOST_TEST((got_down == down), "server to client: bytes lost, doubled or out of order");
+    }());
+}
+
 BOOST_FIXTURE_TEST_CASE(a_peer_that_does_not_speak_the_protocol_is_refused, stream_fixture) {
     run(ctx, [&]() -> awaitable<void> {
         listener l(ctx);

@@ -27,6 +27,15 @@ struct conn_params {
     /// forever (Linux 6.1 rxe_comp.c), so a crashed peer would never be noticed there.
     std::uint8_t retry_count = 6;
     std::uint8_t rnr_retry_count = 7; ///< 7 = retry forever
+    /// This side's ACK time-out, as the verbs' exponent: a send not acknowledged within
+    /// 4.096 µs × 2^`ack_timeout` is sent again (`retry_count` times, the connecting side's),
+    /// so with `retry_count` it bounds how long a writer takes to learn its peer's host is
+    /// gone. 0 (the default): the CM's own, from the path (about 2 s a try over RoCE:
+    /// docs/reliability.md); 1–31: set with `rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)`
+    /// before the connect or accept (above 31: EINVAL, "conn_params::ack_timeout").
+    /// InfiniBand and RoCE: an iWARP connection is TCP's, whose retransmissions
+    /// (`net.ipv4.tcp_retries2`) bound it instead.
+    std::uint8_t ack_timeout = 0;
 };
 
 namespace detail {
@@ -36,7 +45,8 @@ class owned_conn_params {
 public:
     explicit owned_conn_params(const conn_params& p) noexcept;
     // private_data_too_long when the bytes do not fit librdmacm's 8-bit length (the
-    // transport's own, smaller, limit is the kernel's to enforce: EINVAL).
+    // transport's own, smaller, limit is the kernel's to enforce: EINVAL); EINVAL
+    // ("conn_params::ack_timeout") for a time-out the verbs' 5 bits cannot hold.
     error_code error() const noexcept { return error_; }
     rdma_conn_param native() const noexcept;
     // The parameters, private data pointing into this object.
@@ -45,6 +55,9 @@ public:
         p.private_data = {data_.data(), params_.private_data.size()};
         return p;
     }
+
+    // The verbs' largest ACK time-out exponent (5 bits).
+    static constexpr std::uint8_t max_ack_timeout = 31;
 
 private:
     conn_params params_;

@@ -76,7 +76,7 @@ struct accept_stream_op {
         if (ec) // (never inside the initiating call)
             return boost::asio::post(stream.id().get_executor(), boost::asio::append(std::move(self), ec));
         const auto mine = hello; // (copied by the initiation, before `self` moves)
-        stream.id().async_accept(conn_params{.private_data = mine}, std::move(self));
+        stream.id().async_accept(stream_access::params(stream, mine), std::move(self));
     }
 };
 
@@ -166,7 +166,7 @@ public:
     auto async_connect(const endpoint& remote,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         const auto my_hello = hello();
-        const detail::owned_conn_params params(conn_params{.private_data = my_hello});
+        const detail::owned_conn_params params(detail::stream_access::params(*this, my_hello));
         return boost::asio::async_compose<Token, void(error_code)>(
             detail::connect_op<boost::asio::any_io_executor, detail::attach_stream>{
                 id_, remote, {.resolve_timeout = options_.resolve_timeout}, params, {*this, executor_}},

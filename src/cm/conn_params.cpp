@@ -1,10 +1,13 @@
 #include "rdmacm/conn_params.hpp"
 
+#include "rdmacm/detail/call_error.hpp"
+
 #include <algorithm>
 
 namespace rdmacm::detail {
 
 owned_conn_params::owned_conn_params(const conn_params& p) noexcept : params_(p) {
+    if (p.ack_timeout > max_ack_timeout) error_ = RDMACM_CALL_ERRNO("conn_params::ack_timeout", EINVAL);
     if (p.private_data.size() > data_.size()) {
         error_ = errc::private_data_too_long;
         params_.private_data = {};

@@ -5,6 +5,18 @@
 
 namespace rdmacm::detail {
 
+namespace {
+// The ACK time-out asked for, set on the id before its connect or accept turns the queue
+// pair on (the kernel reads it then: cma.c, rdma_init_qp_attr).
+error_code set_ack_timeout(rdma_cm_id* id, const owned_conn_params& params) {
+    std::uint8_t exponent = params.view().ack_timeout;
+    if (exponent == 0) return {}; // (the CM's own: 0 would turn the timer off)
+    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &exponent, sizeof exponent) != 0)
+        return RDMACM_CALL_ERROR("rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
+    return {};
+}
+} // namespace
+
 error_code op_call::operator()(id_impl& impl, rdma_cm_id* id) const {
     switch (what) {
     case call::none: return {};
@@ -21,12 +33,14 @@ error_code op_call::operator()(id_impl& impl, rdma_cm_id* id) const {
         return {};
     case call::connect: {
         if (params->error()) return params->error();
+        if (const error_code ec = set_ack_timeout(id, *params)) return ec;
         rdma_conn_param p = params->native();
         if (rdma_connect(id, &p) != 0) return RDMACM_CALL_ERROR("rdma_connect");
         return {};
     }
     case call::accept: {
         if (params->error()) return params->error();
+        if (const error_code ec = set_ack_timeout(id, *params)) return ec;
         rdma_conn_param p = params->native();
         if (rdma_accept(id, &p) != 0) return RDMACM_CALL_ERROR("rdma_accept");
         impl.set_pending_request(false);

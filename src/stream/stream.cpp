@@ -50,11 +50,12 @@ std::array<std::byte, 12> stream_base::hello() const noexcept {
 
 error_code stream_base::prepare(stream_role role) noexcept {
     if (options_.depth < stream_wire::min_depth || options_.message_size < stream_wire::min_message_size ||
-        options_.send_depth == 0 || options_.send_depth == std::numeric_limits<std::uint32_t>::max())
+        options_.send_depth == 0 || options_.send_depth > std::numeric_limits<std::uint32_t>::max() - 2 ||
+        options_.keep_alive < std::chrono::milliseconds::zero())
         return RDMACM_CALL_ERRNO("stream_options", EINVAL);
     std::shared_ptr<qp_impl> qp;
     try {
-        qp = qp_impl::create(access::impl(id()), {.max_send_wr = options_.send_depth + 1, // (+ the control buffer)
+        qp = qp_impl::create(access::impl(id()), {.max_send_wr = options_.send_depth + 2, // (+ control, + a probe)
                                                   .max_recv_wr = options_.depth,
                                                   .poll_for = options_.poll_for,
                                                   .max_send_sge = 1,

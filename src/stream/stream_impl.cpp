@@ -1,5 +1,6 @@
 #include "stream/stream_impl.hpp"
 
+#include "common/destroyer.hpp"
 #include "common/dispatch_to_handler.hpp"
 #include "common/post_on.hpp"
 
@@ -17,9 +18,10 @@
 namespace rdmacm::detail {
 
 namespace {
-// The receives wait for messages nobody may have asked for: they keep the context running
-// no more than a socket's buffer does (a waiting read does: update_hold).
-constexpr bool standing_receive = true;
+// The receives wait for messages nobody may have asked for, and nobody waits for a probe:
+// they keep the context running no more than a socket's buffer does (a waiting read does:
+// update_hold).
+constexpr bool standing = true;
 // The client's nudges (siw's R9): the first after this, then at twice the wait each time.
 constexpr std::chrono::milliseconds first_nudge{100}, last_nudge{1600};
 
@@ -71,6 +73,7 @@ error_code stream_impl::opened(stream_wire::hello peer) {
             nudge_after_ = first_nudge;
             arm_nudge();
         }
+        if (options_.keep_alive > std::chrono::milliseconds::zero()) schedule_probe();
     } catch (const boost::system::system_error& e) {
         return e.code();
     } catch (const std::bad_alloc&) {
@@ -106,6 +109,40 @@ void stream_impl::arm_nudge() {
 
 void stream_impl::stop_nudging() noexcept {
     if (auto timer = nudge_timer_.lock()) timer->cancel();
+}
+
+void stream_impl::schedule_probe() {
+    run_later(
+        [weak = weak_from_this()] {
+            if (auto self = weak.lock()) self->probe();
+        },
+        options_.keep_alive);
+}
+
+// A zero-length RDMA write takes none of the peer's receives and needs no key; a peer gone
+// never acknowledges it, and its retries running out put the queue pair in error, which
+// flushes every receive and send: what waits learns of it as from a data send's failure.
+void stream_impl::probe() {
+    std::lock_guard lock(mutex_);
+    if (closed_ || broken_) return; // (and no more looks)
+    // Only once the peer spoke (its queue pair takes writes by then); a send made since the
+    // last look probes as well.
+    if (heard_ && !probing_ && posted_sends_ == sends_at_last_probe_) {
+        probing_ = true;
+        qp_->post(
+            {work_request::kind::write, {}},
+            [self = shared_from_this()](error_code ec, std::size_t) { self->probed(ec); }, standing);
+    }
+    sends_at_last_probe_ = posted_sends_;
+    schedule_probe();
+}
+
+void stream_impl::probed(error_code ec) {
+    std::lock_guard lock(mutex_);
+    probing_ = false;
+    if (closed_) return;
+    if (ec) fail(ec);
+    progress();
 }
 
 void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) {
@@ -252,8 +289,7 @@ void stream_impl::repost(std::uint32_t slot) {
     // Held by the receive: the device may write into the buffer until it completes.
     qp_->post(
         {work_request::kind::receive, std::span(&sge, 1)},
-        [self = shared_from_this(), slot](error_code ec, std::size_t n) { self->arrived(slot, ec, n); },
-        standing_receive);
+        [self = shared_from_this(), slot](error_code ec, std::size_t n) { self->arrived(slot, ec, n); }, standing);
     if (credits_) credits_->reposted(); // (the first `depth` are the hello's)
 }
 

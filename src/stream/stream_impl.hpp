@@ -89,6 +89,12 @@ private:
     void nudge();
     void arm_nudge();             // under the lock
     void stop_nudging() noexcept; // under the lock
+    // The keep-alive (options_.keep_alive): a look each interval, on the library's clock
+    // thread (run_later: not on a context, which the connection may leave or outlive); a
+    // probe when nothing was sent since the last look; its completion.
+    void schedule_probe();
+    void probe();
+    void probed(error_code ec);
 
     // Under the lock.
     void progress();                                           // what may go now goes; what may complete is woken
@@ -152,6 +158,8 @@ private:
     // destroy outside the lock.
     std::vector<handler> unrun_;
     std::vector<shutdown_handler> unrun_shutdown_;
+    bool probing_ = false;                                 // a probe in flight
+    std::uint64_t sends_at_last_probe_ = 0;                // posted_sends_ at the last look
     std::weak_ptr<boost::asio::steady_timer> nudge_timer_; // the client's, until the server answers
     std::chrono::milliseconds nudge_after_{0};
     bool closed_ = false;

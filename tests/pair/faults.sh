@@ -10,17 +10,24 @@
 #    (http_client: every body checked), and rdma-core's ucmatose (2 connections, 10
 #    messages each way, its own check) against our cmatose_server (siw's race R10 retried,
 #    up to 5 times here, as the samples test does: tests/support/r10.sh).
-# 2. The server's host crashes (crash-host: no DREQ, no FIN) while side a has, on each
-#    device, a stream writing 64 KiB transfers without waiting for answers
-#    (bench/stream_bench) and an echo_client, all connected. The links delay 20 ms each way
-#    and lose nothing: a path between hosts, on which a writer's sends are in flight when
-#    the peer goes. The time from the crash to each one's end is printed. The writer must
-#    end with the library's error (connection_reset: its sends ran out of retries) within
-#    60 s; the echo client must end with an error (bounded by its own 30-s stall watch: a
-#    receive alone is never told of a peer gone, docs/semantics.md T12). siw's connection
-#    is TCP's: its detection is TCP's retransmission budget, set here by
-#    net.ipv4.tcp_retries2 (5: about 12.6 s of retransmissions; the default 15 takes about
-#    15 minutes).
+# 2. Side b's host crashes (crash-host: no DREQ, no FIN). Side a has, on each device, a
+#    stream writing 64 KiB transfers without waiting for answers (bench/stream_bench) and
+#    an echo_client connected to b's servers — and on rxe a second writer whose ACK
+#    time-out is 2^14 × 4.096 µs (67 ms, stream_options::ack_timeout 14); side b has an
+#    http_client on each device connected to a's http_server, asking every 500 ms (the
+#    server mostly waiting to read). The links delay 20 ms each way and lose nothing: a
+#    path between hosts, on which a writer's sends are in flight when the peer goes. The
+#    time from the crash to each end is printed.
+#    - The server's host gone: a writer must end with the library's error
+#      (connection_reset: its sends ran out of retries) within 60 s, the one with the short
+#      ACK time-out within 10 s; the echo client with an error (at the latest by its own
+#      30-s stall watch: a receive alone is never told of a peer gone, T12).
+#    - The client's host gone: a's http_server, whose streams probe an idle peer every 5 s
+#      (stream_options::keep_alive), must end each of those connections with an error
+#      within 60 s, and then still serve: a new client on a itself, 5 requests.
+#    siw's connection is TCP's: its detection is TCP's retransmission budget, set here on
+#    a by net.ipv4.tcp_retries2 (5: about 12.6 s of retransmissions; the default 15 takes
+#    about 15 minutes).
 set -uo pipefail
 build=$1
 # shellcheck source=tests/support/r10.sh
@@ -44,25 +51,37 @@ peer() { local v=RDMACM_PEER_ADDR_$1; echo "${!v}"; }
 
 for d in $devices; do link-fault "$d" netem loss 1% delay 20ms || exit 2; done
 
+trap 'pkill -P $$ 2>/dev/null' EXIT # (every server and its tee: they would hold the host's output open)
+# serve NAME COMMAND...: its output printed with NAME before each line, and kept.
+serve() { "${@:2}" 2>&1 | tee "/tmp/$1" | sed -u "s/^/$1: /" & }
+
 if [ "$RDMAVM_PAIR_SIDE" = b ]; then
-    trap 'pkill -P $$ 2>/dev/null' EXIT # (every server and its tee: they would hold the host's output open)
-    # serve NAME COMMAND...: its output printed with NAME before each line, and kept.
-    serve() { "${@:2}" 2>&1 | tee "/tmp/$1" | sed -u "s/^/$1: /" & }
     for d in $devices; do
         serve "echo_server.$d" "$build/samples/echo_server" "$(addr $d)" 7471
         serve "http_server.$d" "$build/samples/http_server" "$(addr $d)" 7472
         serve "cmatose_server.$d" "$build/samples/cmatose_server" "$(addr $d)" 7473 10 100
         serve "stream_bench.$d" "$build/bench/stream_bench" server "$(addr $d)" 7474 65536 100000000
     done
+    serve "stream_bench_ack.rxe0" "$build/bench/stream_bench" server "$(addr rxe0)" 7476 65536 100000000
     for d in $devices; do
         for s in echo_server http_server cmatose_server stream_bench; do
             await_output "/tmp/$s.$d" listening 60 || exit 10
         done
     done
+    await_output /tmp/stream_bench_ack.rxe0 listening 60 || exit 10
     : >"$pair/b.serving"
     await a.lossy-done 900 || exit 11
     for d in $devices; do link-fault "$d" netem delay 20ms || exit 12; done
     : >"$pair/b.delay-only"
+    await a.serving 60 || exit 15
+    for d in $devices; do
+        timeout 300 "$build/samples/http_client" "$(peer $d)" 7475 100000000 500 >"/tmp/idle.$d" 2>&1 &
+    done
+    sleep 3 # (connected, and asking)
+    for d in $devices; do
+        pgrep -f "http_client $(peer $d)" >/dev/null || { say "$d: the idle client ended: $(cat "/tmp/idle.$d")"; exit 16; }
+    done
+    : >"$pair/b.clients-connected"
     await a.clients-connected 120 || exit 13
     sleep 3 # (echoes and transfers flowing)
     say "crashing"
@@ -72,6 +91,8 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
 fi
 
 # Side a.
+for d in $devices; do serve "http_server.$d" "$build/samples/http_server" "$(addr $d)" 7475; done
+for d in $devices; do await_output "/tmp/http_server.$d" listening 60 || exit 19; done
 await b.serving 120 || exit 20
 for d in $devices; do
     say "$d: lossy link: 200 echoes"
@@ -93,6 +114,7 @@ for d in $devices; do link-fault "$d" netem delay 20ms || exit 24; done
 await b.delay-only 60 || exit 25
 
 sysctl -qw net.ipv4.tcp_retries2=5
+: >"$pair/a.serving"
 declare -A client=()
 # start NAME COMMAND...: in the background, bounded; its output in /tmp/crash.NAME, the time
 # it ended in /tmp/ended.NAME (its own clock: the clients are watched apart).
@@ -109,14 +131,40 @@ for d in $devices; do
     start "writer.$d" "$build/bench/stream_bench" client "$(peer $d)" 7474 65536 100000000
     start "echo.$d" "$build/samples/echo_client" "$(peer $d)" 7471 100000000
 done
-for d in $devices; do
-    await_output "/tmp/crash.writer.$d" '^connected$' 120 || exit 30
-    await_output "/tmp/crash.echo.$d" 'client: connected to' 120 || exit 31
+start "writer_ack14.rxe0" "$build/bench/stream_bench" client "$(peer rxe0)" 7476 65536 100000000 0 16384 14
+for name in writer.rxe0 writer.siw0 writer_ack14.rxe0; do
+    await_output "/tmp/crash.$name" '^connected$' 120 || exit 30
 done
+for d in $devices; do await_output "/tmp/crash.echo.$d" 'client: connected to' 120 || exit 31; done
+await b.clients-connected 120 || exit 38
 : >"$pair/a.clients-connected"
 await b.crashing 120 || exit 32
 crashed=$(date +%s.%N)
 status=0
+# The server's side: each connection of b's idle client ends with an error (the keep-alive's
+# probe ran out of retries), and is closed; looked at every 0.1 s.
+declare -A closed_at=()
+for _ in $(seq 900); do
+    for d in $devices; do
+        [ -z "${closed_at[$d]:-}" ] && grep -q "closed after" "/tmp/http_server.$d" && closed_at[$d]=$(date +%s.%N)
+    done
+    [ ${#closed_at[@]} = 2 ] && break
+    sleep 0.1
+done
+for d in $devices; do
+    if [ -z "${closed_at[$d]:-}" ]; then
+        say "http_server.$d: its crashed client's connection still open after 90 s"
+        status=40
+        continue
+    fi
+    after=$(awk -v e="${closed_at[$d]}" -v c="$crashed" 'BEGIN {printf "%.1f", e - c}')
+    say "http_server.$d: its crashed client's connection closed $after s after the crash:" \
+        "$(grep "server: connection" "/tmp/http_server.$d" | tr '\n' ' ')"
+    grep -q "server: connection [0-9]*: read:" "/tmp/http_server.$d" || { say "http_server.$d: not with an error"; status=41; }
+    awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "http_server.$d: later than 60 s"; status=42; }
+    # ... and it serves the others.
+    timeout 60 "$build/samples/http_client" "$(addr $d)" 7475 5 || { say "http_server.$d: no longer serves"; status=43; }
+done
 for name in "${!client[@]}"; do
     wait "${client[$name]}"
     rc=$?
@@ -131,9 +179,12 @@ for name in "${!client[@]}"; do
     [ $rc != 0 ] && [ $rc != 124 ] || { say "$name: did not end with an error"; status=35; }
     # A writer learns of it from its sends: the library's error (the transport's retries),
     # within 60 s (docs/reliability.md: about 15 s on either device here).
-    if [[ $name == writer.* ]]; then
+    if [[ $name == writer* ]]; then
         grep -q "Connection reset" "/tmp/crash.$name" || { say "$name: not the library's error"; status=36; }
         awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "$name: later than 60 s"; status=37; }
+    fi
+    if [[ $name == writer_ack14.* ]]; then
+        awk -v a="$after" 'BEGIN {exit !(a < 10)}' || { say "$name: later than 10 s"; status=39; }
     fi
 done
 exit $status

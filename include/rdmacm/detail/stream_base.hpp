@@ -159,6 +159,10 @@ struct stream_access {
     static error_code take(stream_base& s, pooled_connection&& connection) noexcept {
         return s.take(std::move(connection));
     }
+    // What the stream's connect or accept sends: its hello, and its options' time-out.
+    static conn_params params(const stream_base& s, std::span<const std::byte> hello) noexcept {
+        return {.private_data = hello, .ack_timeout = s.options_.ack_timeout};
+    }
 };
 
 } // namespace rdmacm::detail
