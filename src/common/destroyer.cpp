@@ -51,11 +51,15 @@ private:
     void run() {
         std::unique_lock lock(mutex_);
         for (;;) {
-            auto ready = [this] { return stopping_ || !jobs_.empty(); };
-            if (delayed_.empty() || stopping_)
-                wake_.wait(lock, ready);
-            else
-                wake_.wait_until(lock, delayed_.begin()->first, ready);
+            // Woken by any submit, a delayed one included (it may be due before what the
+            // wait was for): the loop looks again. (A wait with the predicate "a job is due"
+            // slept through a delayed job submitted while no other was pending.)
+            if (!stopping_ && jobs_.empty()) {
+                if (delayed_.empty())
+                    wake_.wait(lock);
+                else
+                    wake_.wait_until(lock, delayed_.begin()->first);
+            }
             // Delayed jobs now due join the queue, in their order.
             for (auto now = clock::now(); !delayed_.empty() && delayed_.begin()->first <= now;) {
                 jobs_.push_back(std::move(delayed_.begin()->second));

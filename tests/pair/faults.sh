@@ -10,7 +10,16 @@
 #    (http_client: every body checked), and rdma-core's ucmatose (2 connections, 10
 #    messages each way, its own check) against our cmatose_server (siw's race R10 retried,
 #    up to 5 times here, as the samples test does: tests/support/r10.sh).
-# 2. Side b's host crashes (crash-host: no DREQ, no FIN). Side a has, on each device, a
+# 2. Partitions (link-fault partition on a's side of both links: nothing passes either
+#    way, the carrier up), the links otherwise delaying 20 ms:
+#    - shorter than the transports' retry budget (5 s), under 300 echoes per device: the
+#      transports' retransmissions carry the traffic on once it heals; every echo back once,
+#      in order (echo_client's check);
+#    - longer (until both sides were told, at most 90 s), with an http_client on a asking
+#      b's http_server every 500 ms: both ends must end that connection with an error within
+#      60 s — the client by its request's retries, the server by its keep-alive's probe —
+#      each printed with its time; healed, the server serves a new client.
+# 3. Side b's host crashes (crash-host: no DREQ, no FIN). Side a has, on each device, a
 #    stream writing 64 KiB transfers without waiting for answers (bench/stream_bench) and
 #    an echo_client connected to b's servers — and on rxe a second writer whose ACK
 #    time-out is 2^14 × 4.096 µs (67 ms, stream_options::ack_timeout 14); side b has an
@@ -25,9 +34,9 @@
 #    - The client's host gone: a's http_server, whose streams probe an idle peer every 5 s
 #      (stream_options::keep_alive), must end each of those connections with an error
 #      within 60 s, and then still serve: a new client on a itself, 5 requests.
-#    siw's connection is TCP's: its detection is TCP's retransmission budget, set here on
-#    a by net.ipv4.tcp_retries2 (5: about 12.6 s of retransmissions; the default 15 takes
-#    about 15 minutes).
+# siw's connection is TCP's: its detection is TCP's retransmission budget, set here on both
+# hosts by net.ipv4.tcp_retries2 (5: about 12.6 s of retransmissions; the default 15 takes
+# about 15 minutes).
 set -uo pipefail
 build=$1
 # shellcheck source=tests/support/r10.sh
@@ -50,6 +59,9 @@ addr() { local v=RDMACM_ADDR_$1; echo "${!v}"; }
 peer() { local v=RDMACM_PEER_ADDR_$1; echo "${!v}"; }
 
 for d in $devices; do link-fault "$d" netem loss 1% delay 20ms || exit 2; done
+sysctl -qw net.ipv4.tcp_retries2=5
+# since FILE: the seconds since the time (date +%s.%N) FILE holds, to a tenth.
+since() { awk -v e="$(date +%s.%N)" -v c="$(cat "$1")" 'BEGIN {printf "%.1f", e - c}'; }
 
 trap 'pkill -P $$ 2>/dev/null' EXIT # (every server and its tee: they would hold the host's output open)
 # serve NAME COMMAND...: its output printed with NAME before each line, and kept.
@@ -73,7 +85,25 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
     await a.lossy-done 900 || exit 11
     for d in $devices; do link-fault "$d" netem delay 20ms || exit 12; done
     : >"$pair/b.delay-only"
-    await a.serving 60 || exit 15
+    # The long partition: this side's http_server ends its client's connection with an
+    # error (its line "server: connection N: WHAT"; by the keep-alive's probe, or a
+    # response's retries); the time from when this side saw the partition begin.
+    declare -A errors_before=()
+    for d in $devices; do errors_before[$d]=$(grep -c "server: connection [0-9]*: " "/tmp/http_server.$d"); done
+    await a.partitioning 300 || exit 17
+    date +%s.%N >/tmp/partitioned
+    for d in $devices; do
+        for _ in $(seq 900); do
+            [ "$(grep -c "server: connection [0-9]*: " "/tmp/http_server.$d")" -gt "${errors_before[$d]}" ] && break
+            sleep 0.1
+        done
+        [ "$(grep -c "server: connection [0-9]*: " "/tmp/http_server.$d")" -gt "${errors_before[$d]}" ] ||
+            { say "http_server.$d: its partitioned client's connection still open after 90 s"; exit 18; }
+        say "http_server.$d: its partitioned client's connection ended $(since /tmp/partitioned) s after the partition:" \
+            "$(grep "server: connection [0-9]*: " "/tmp/http_server.$d" | tail -n 1)"
+    done
+    : >"$pair/b.partition-told"
+    await a.serving 300 || exit 15
     for d in $devices; do
         timeout 300 "$build/samples/http_client" "$(peer $d)" 7475 100000000 500 >"/tmp/idle.$d" 2>&1 &
     done
@@ -113,7 +143,56 @@ for d in $devices; do link-fault "$d" netem delay 20ms || exit 24; done
 : >"$pair/a.lossy-done"
 await b.delay-only 60 || exit 25
 
-sysctl -qw net.ipv4.tcp_retries2=5
+partition() { for d in $devices; do link-fault "$d" partition || exit 50; done; }
+heal() { for d in $devices; do link-fault "$d" netem delay 20ms || exit 51; done; }
+say "a partition shorter than the retry budget: 5 s, under 300 echoes per device"
+declare -A short=()
+for d in $devices; do
+    timeout 120 "$build/samples/echo_client" "$(peer $d)" 7471 300 >"/tmp/short.$d" 2>&1 &
+    short[$d]=$!
+done
+for d in $devices; do await_output "/tmp/short.$d" 'client: connected to' 60 || exit 52; done
+sleep 1 # (echoes flowing)
+partition
+sleep 5
+heal
+for d in $devices; do
+    wait "${short[$d]}" || { say "$d: echo_client across the short partition failed: $(tail -n 3 "/tmp/short.$d")"; exit 53; }
+    say "$d: across the short partition: $(grep echoes "/tmp/short.$d")"
+done
+
+say "a partition longer than the retry budget, an http_client asking every 500 ms"
+declare -A long=()
+for d in $devices; do
+    (
+        timeout 300 "$build/samples/http_client" "$(peer $d)" 7472 100000000 500 >"/tmp/long.$d" 2>&1
+        rc=$?
+        date +%s.%N >"/tmp/long-ended.$d"
+        exit $rc
+    ) &
+    long[$d]=$!
+done
+sleep 3 # (connected, and asking)
+for d in $devices; do kill -0 "${long[$d]}" 2>/dev/null || { say "$d: http_client ended: $(cat "/tmp/long.$d")"; exit 54; }; done
+: >"$pair/a.partitioning"
+partition
+date +%s.%N >/tmp/partitioned
+status=0
+for d in $devices; do
+    wait "${long[$d]}"
+    rc=$?
+    after=$(awk -v e="$(cat "/tmp/long-ended.$d")" -v c="$(cat /tmp/partitioned)" 'BEGIN {printf "%.1f", e - c}')
+    say "$d: http_client ended $after s after the partition, status $rc: $(tail -n 1 "/tmp/long.$d")"
+    [ $rc != 0 ] && [ $rc != 124 ] || { say "$d: http_client did not end with an error"; status=55; }
+    awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "$d: http_client later than 60 s"; status=56; }
+done
+await b.partition-told 120 || status=57
+heal
+[ $status = 0 ] || exit $status
+for d in $devices; do
+    timeout 60 "$build/samples/http_client" "$(peer $d)" 7472 5 || { say "$d: healed, b's http_server no longer serves"; exit 58; }
+done
+
 : >"$pair/a.serving"
 declare -A client=()
 # start NAME COMMAND...: in the background, bounded; its output in /tmp/crash.NAME, the time
@@ -160,7 +239,7 @@ for d in $devices; do
     after=$(awk -v e="${closed_at[$d]}" -v c="$crashed" 'BEGIN {printf "%.1f", e - c}')
     say "http_server.$d: its crashed client's connection closed $after s after the crash:" \
         "$(grep "server: connection" "/tmp/http_server.$d" | tr '\n' ' ')"
-    grep -q "server: connection [0-9]*: read:" "/tmp/http_server.$d" || { say "http_server.$d: not with an error"; status=41; }
+    grep -q "server: connection [0-9]*: " "/tmp/http_server.$d" || { say "http_server.$d: not with an error"; status=41; }
     awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "http_server.$d: later than 60 s"; status=42; }
     # ... and it serves the others.
     timeout 60 "$build/samples/http_client" "$(addr $d)" 7475 5 || { say "http_server.$d: no longer serves"; status=43; }
