@@ -212,7 +212,7 @@ BOOST_FIXTURE_TEST_CASE(a_peer_that_closes_is_a_reset_not_a_hang, stream_fixture
 // behind the library's back: rxe then drops every packet for it, answering nothing, as a
 // crashed host does): a side that only reads is told by the keep-alive, within its interval
 // and its retries (ACK time-out 2^12 x 4.096 us = 17 ms), not never. Without probes the
-// read still waits (T12: a receive is never told). siw acknowledges in TCP, which a reset
+// read still waits (T16: a receive is never told). siw acknowledges in TCP, which a reset
 // queue pair's host still runs: a crashed host on siw is the two-host test's
 // (tests/pair/faults.sh).
 void reset_behind_the_library(stream& s) {

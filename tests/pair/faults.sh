@@ -30,7 +30,7 @@
 #    - The server's host gone: a writer must end with the library's error
 #      (connection_reset: its sends ran out of retries) within 60 s, the one with the short
 #      ACK time-out within 10 s; the echo client with an error (at the latest by its own
-#      30-s stall watch: a receive alone is never told of a peer gone, T12).
+#      30-s stall watch: a receive alone is never told of a peer gone, T16).
 #    - The client's host gone: a's http_server, whose streams probe an idle peer every 5 s
 #      (stream_options::keep_alive), must end each of those connections with an error
 #      within 60 s, and then still serve: a new client on a itself, 5 requests.
