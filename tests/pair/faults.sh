@@ -1,15 +1,19 @@
 #!/bin/bash
-# faults.sh BUILD_DIR: run on both hosts of tools/rdma-vm/run-pair by tools/test. Side b
-# serves (the samples' echo_server, http_server and cmatose_server, and bench/stream_bench,
-# on rxe0's and siw0's addresses); side a is the client. Every step is bounded; the first
-# failure ends the side with its number.
+# faults.sh BUILD_DIR [ECHOES]: run on both hosts of tools/rdma-vm/run-pair by tools/test.
+# Side b serves (the samples' sharded_echo_server, http_server and cmatose_server, and
+# bench/stream_bench, on rxe0's and siw0's addresses); side a is the client. Every step is
+# bounded; the first failure ends the side with its number.
 #
 # 1. A lossy, slow link: each host's side of both links drops 1 % and delays 20 ms
-#    (link-fault netem), so each direction does. On each device: 200 echoes (echo_client:
-#    every one checked, in order), 50 keep-alive HTTP requests over an rdmacm::stream
-#    (http_client: every body checked), and rdma-core's ucmatose (2 connections, 10
-#    messages each way, its own check) against our cmatose_server (siw's race R10 retried,
-#    up to 5 times here, as the samples test does: tests/support/r10.sh).
+#    (link-fault netem), so each direction does. On both devices at once: churn with moves
+#    — 4 clients, each making 3 connections one after the other, each of ECHOES echoes
+#    (default 100: 1,200 per device; tools/test --long: 834, 10,008) — against a
+#    sharded_echo_server of 4 shards that moves every connection on to the next shard every
+#    250 ms (echo_client checks every echo, in order; the server must have moved some);
+#    then 50 keep-alive HTTP requests over an rdmacm::stream (http_client: every body
+#    checked), and rdma-core's ucmatose (2 connections, 10 messages each way, its own
+#    check) against our cmatose_server (siw's race R10 retried, up to 5 times here, as the
+#    samples test does: tests/support/r10.sh).
 # 2. Partitions (link-fault partition on a's side of both links: nothing passes either
 #    way, the carrier up), the links otherwise delaying 20 ms:
 #    - shorter than the transports' retry budget (5 s), under 300 echoes per device: the
@@ -39,6 +43,7 @@
 # about 15 minutes).
 set -uo pipefail
 build=$1
+echoes=${2:-100}
 # shellcheck source=tests/support/r10.sh
 . "$(dirname "$0")/../support/r10.sh"
 pair=$RDMAVM_PAIR_DIR
@@ -69,7 +74,7 @@ serve() { "${@:2}" 2>&1 | tee "/tmp/$1" | sed -u "s/^/$1: /" & }
 
 if [ "$RDMAVM_PAIR_SIDE" = b ]; then
     for d in $devices; do
-        serve "echo_server.$d" "$build/samples/echo_server" "$(addr $d)" 7471
+        serve "echo_server.$d" "$build/samples/sharded_echo_server" "$(addr $d)" 7471 4 250
         serve "http_server.$d" "$build/samples/http_server" "$(addr $d)" 7472
         serve "cmatose_server.$d" "$build/samples/cmatose_server" "$(addr $d)" 7473 10 100
         serve "stream_bench.$d" "$build/bench/stream_bench" server "$(addr $d)" 7474 65536 100000000
@@ -82,7 +87,12 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
     done
     await_output /tmp/stream_bench_ack.rxe0 listening 60 || exit 10
     : >"$pair/b.serving"
-    await a.lossy-done 900 || exit 11
+    await a.lossy-done 1800 || exit 11
+    for d in $devices; do # (the rotation moved connections under the churn)
+        rotated=$(grep "moves made" "/tmp/echo_server.$d" | tail -n 1)
+        say "echo_server.$d: ${rotated:-no rebalance reported}"
+        [[ $rotated =~ rebalances,\ [1-9][0-9]*\ moves ]] || exit 19
+    done
     for d in $devices; do link-fault "$d" netem delay 20ms || exit 12; done
     : >"$pair/b.delay-only"
     # The long partition: this side's http_server ends its client's connection with an
@@ -124,20 +134,38 @@ fi
 for d in $devices; do serve "http_server.$d" "$build/samples/http_server" "$(addr $d)" 7475; done
 for d in $devices; do await_output "/tmp/http_server.$d" listening 60 || exit 19; done
 await b.serving 120 || exit 20
-for d in $devices; do
-    say "$d: lossy link: 200 echoes"
-    timeout 300 "$build/samples/echo_client" "$(peer $d)" 7471 200 || { say "$d: echo_client failed"; exit 21; }
+# lossy DEVICE: the lossy link's steps on one device; returns the failed step's number.
+lossy() {
+    local d=$1 c attempt status out
+    say "$d: lossy link: 4 clients x 3 connections x $echoes echoes, the server moving them"
+    local -a churn=()
+    for c in 1 2 3 4; do
+        (for _ in 1 2 3; do timeout 600 "$build/samples/echo_client" "$(peer $d)" 7471 "$echoes" || exit 1; done) &
+        churn+=($!)
+    done
+    for c in "${churn[@]}"; do wait "$c" || { say "$d: an echo_client failed"; return 21; }; done
     say "$d: lossy link: 50 HTTP requests"
-    timeout 300 "$build/samples/http_client" "$(peer $d)" 7472 50 || { say "$d: http_client failed"; exit 22; }
+    timeout 300 "$build/samples/http_client" "$(peer $d)" 7472 50 || { say "$d: http_client failed"; return 22; }
     say "$d: lossy link: ucmatose, 2 connections x 10 messages each way"
     # (The link's delay widens siw's race; up to 6 tries, each retry printed.)
     for attempt in 1 2 3 4 5 6; do
         status=0
         out=$(timeout 60 stdbuf -oL ucmatose -s "$(peer $d)" -p 7473 -C 10 -S 100 -c 2 2>&1) || status=$?
         echo "$out"
-        [ $status = 0 ] && break
-        r10_retry $attempt "$out" 6 || { say "$d: ucmatose failed (status $status)"; exit 23; }
+        [ $status = 0 ] && return 0
+        r10_retry $attempt "$out" 6 || { say "$d: ucmatose failed (status $status)"; return 23; }
     done
+}
+declare -A lossy_run=()
+for d in $devices; do
+    lossy "$d" >"/tmp/lossy.$d" 2>&1 &
+    lossy_run[$d]=$!
+done
+for d in $devices; do
+    wait "${lossy_run[$d]}"
+    status=$?
+    sed "s/^/$d: /" "/tmp/lossy.$d"
+    [ $status = 0 ] || exit $status
 done
 for d in $devices; do link-fault "$d" netem delay 20ms || exit 24; done
 : >"$pair/a.lossy-done"
