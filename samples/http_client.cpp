@@ -23,8 +23,11 @@ namespace http = boost::beast::http;
 
 // [requests]
 asio::awaitable<void> requests(rdmacm::endpoint server, int n, std::chrono::milliseconds pause) {
-    rdmacm::stream s(co_await asio::this_coro::executor);
+    // Probed when idle for 5 s: a server's host that crashed ends the read below with an
+    // error, also when the request went and its answer never comes.
+    rdmacm::stream s(co_await asio::this_coro::executor, {.keep_alive = std::chrono::seconds(5)});
     co_await s.async_connect(server, asio::use_awaitable);
+    std::cout << "client: connected to " << server << std::endl;
     boost::beast::flat_buffer buffer;
     asio::steady_timer timer(s.get_executor());
     for (int i = 1; i <= n; ++i) {

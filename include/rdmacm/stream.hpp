@@ -64,6 +64,7 @@ struct accept_stream_op {
     void operator()(Self& self, error_code ec = {}, const cm_event& = {}) {
         if (at != step::start) {
             if (ec && at == step::accepting) stream.close(); // (an open stream refused stays as it was)
+            if (!ec) stream_access::accepted(stream);
             return self.complete(ec);
         }
         at = step::accepting;

@@ -24,16 +24,20 @@ struct stream_options {
     std::chrono::nanoseconds poll_for{0};
     /// How long each of the connect's two resolutions may take (`connect_options`).
     std::chrono::milliseconds resolve_timeout{2000};
-    /// Probes of the peer: every `keep_alive` in which this side sent nothing, a zero-length
-    /// RDMA write (it takes none of the peer's receives, and the peer's application sees
-    /// nothing). A peer whose host went without a word (no disconnect) is then learnt of
-    /// within `keep_alive` and the transport's retries (`ack_timeout`), also by a side that
-    /// only reads, or a writer waiting for the peer's credits: their operations complete
-    /// with `asio::error::connection_reset` (docs/reliability.md). Zero (the default): no
-    /// probes, as a socket without SO_KEEPALIVE — such a side is told only if the peer's
-    /// kernel says so.
+    /// Probes of the peer: once connected, every `keep_alive` in which this side sent
+    /// nothing, a zero-length RDMA write (it takes none of the peer's receives, and the
+    /// peer's application sees nothing). A peer whose host went without a word (no
+    /// disconnect) is then learnt of within about two intervals and the transport's retries
+    /// (`ack_timeout` times the connecting side's `retry_count`; iWARP: TCP's), also by a
+    /// side that only reads, or a writer waiting for the peer's credits: their operations
+    /// complete with `asio::error::connection_reset` (docs/reliability.md). Looks are made on
+    /// the library's background thread (one may wait behind a destroy that blocks there:
+    /// siw, up to 10 s). Zero (the default): no probes, as a socket without SO_KEEPALIVE —
+    /// such a side is told only if the peer's kernel says so. At most a day (else EINVAL,
+    /// "stream_options").
     std::chrono::milliseconds keep_alive{0};
-    /// As `conn_params::ack_timeout`, for the stream's connect or accept (0: the CM's own).
+    /// As `conn_params::ack_timeout`, for the stream's connect or accept (0: the CM's own;
+    /// above 31: EINVAL, "stream_options").
     std::uint8_t ack_timeout = 0;
 };
 

@@ -14,7 +14,8 @@ class destroyer {
 public:
     using clock = std::chrono::steady_clock;
 
-    // At exit: the jobs due are finished, the delayed ones dropped, and later ones refused.
+    // At exit: the jobs due are finished (with any delayed one that falls due while they
+    // run), the rest of the delayed ones dropped, and later ones refused.
     void stop() {
         {
             std::lock_guard lock(mutex_);
@@ -75,7 +76,12 @@ private:
             auto job = std::move(jobs_.front());
             jobs_.pop_front();
             lock.unlock();
-            job();
+            try {
+                job();
+            } catch (...) {
+                // (A job that throws — out of memory making a keep-alive's next look — is
+                // dropped; leaving the thread, it would end the process.)
+            }
             job = nullptr; // its references go here, not under the lock
             lock.lock();
         }

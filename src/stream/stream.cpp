@@ -51,7 +51,8 @@ std::array<std::byte, 12> stream_base::hello() const noexcept {
 error_code stream_base::prepare(stream_role role) noexcept {
     if (options_.depth < stream_wire::min_depth || options_.message_size < stream_wire::min_message_size ||
         options_.send_depth == 0 || options_.send_depth > std::numeric_limits<std::uint32_t>::max() - 2 ||
-        options_.keep_alive < std::chrono::milliseconds::zero())
+        options_.keep_alive < std::chrono::milliseconds::zero() || options_.keep_alive > std::chrono::hours(24) ||
+        options_.ack_timeout > owned_conn_params::max_ack_timeout)
         return RDMACM_CALL_ERRNO("stream_options", EINVAL);
     std::shared_ptr<qp_impl> qp;
     try {
@@ -104,6 +105,10 @@ error_code stream_base::take(pooled_connection&& connection) noexcept {
 error_code stream_base::open_on(std::span<const std::byte> peer_private_data) noexcept {
     if (const error_code ec = prepare(stream_role::server)) return ec;
     return impl_->opened(*stream_wire::parse_hello(peer_private_data));
+}
+
+void stream_base::accepted() noexcept {
+    if (impl_) impl_->accepted();
 }
 
 stream_base::executor_type stream_base::current_executor(const std::shared_ptr<stream_impl>& impl,

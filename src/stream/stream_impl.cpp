@@ -61,6 +61,7 @@ std::shared_ptr<stream_impl::memory> stream_impl::make_memory(std::size_t bytes)
 error_code stream_impl::opened(stream_wire::hello peer) {
     std::lock_guard lock(mutex_);
     if (closed_) return errc::not_open;
+    connected_ = role_ == stream_role::client; // (its connect completed; a server's accept is to come)
     send_size_ = std::min(peer.message_size, options_.message_size);
     try {
         // The data buffers, then the control buffer (its header only).
@@ -111,6 +112,11 @@ void stream_impl::stop_nudging() noexcept {
     if (auto timer = nudge_timer_.lock()) timer->cancel();
 }
 
+void stream_impl::accepted() noexcept {
+    std::lock_guard lock(mutex_);
+    connected_ = true;
+}
+
 void stream_impl::schedule_probe() {
     run_later(
         [weak = weak_from_this()] {
@@ -125,13 +131,13 @@ void stream_impl::schedule_probe() {
 void stream_impl::probe() {
     std::lock_guard lock(mutex_);
     if (closed_ || broken_) return; // (and no more looks)
-    // Only once the peer spoke (its queue pair takes writes by then); a send made since the
-    // last look probes as well.
-    if (heard_ && !probing_ && posted_sends_ == sends_at_last_probe_) {
-        probing_ = true;
+    // Only once connected (both queue pairs take writes by then: the client's connect and
+    // the server's accept completed); a send made since the last look probes as well.
+    if (connected_ && !probing_ && posted_sends_ == sends_at_last_probe_) {
         qp_->post(
             {work_request::kind::write, {}},
             [self = shared_from_this()](error_code ec, std::size_t) { self->probed(ec); }, standing);
+        probing_ = true; // (after: a post that throws leaves none in flight; its completion takes our lock)
     }
     sends_at_last_probe_ = posted_sends_;
     schedule_probe();

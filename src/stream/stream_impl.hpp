@@ -46,6 +46,9 @@ public:
     // credits alone, nudged again until the server answers: siw's first-message race, R9).
     error_code opened(stream_wire::hello peer);
 
+    // The server's accept completed (the client's connect completes before opened()).
+    void accepted() noexcept;
+
     void read(handler h, const mutable_buffer_list& buffers);
     void write(handler h, const const_buffer_list& buffers);
     // Queues the end of the data; `h` (if any) completes once it and everything before it
@@ -158,6 +161,7 @@ private:
     // destroy outside the lock.
     std::vector<handler> unrun_;
     std::vector<shutdown_handler> unrun_shutdown_;
+    bool connected_ = false;                               // both sides' queue pairs are connected: a probe may go
     bool probing_ = false;                                 // a probe in flight
     std::uint64_t sends_at_last_probe_ = 0;                // posted_sends_ at the last look
     std::weak_ptr<boost::asio::steady_timer> nudge_timer_; // the client's, until the server answers

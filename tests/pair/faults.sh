@@ -21,8 +21,9 @@
 #      in order (echo_client's check);
 #    - longer (until both sides were told, at most 90 s), with an http_client on a asking
 #      b's http_server every 500 ms: both ends must end that connection with an error within
-#      60 s — the client by its request's retries, the server by its keep-alive's probe —
-#      each printed with its time; healed, the server serves a new client.
+#      60 s — each by its keep-alive's probe (both probe every 5 s) or by a request's or
+#      response's retries — each printed with its time; healed, the server serves a new
+#      client.
 # 3. Side b's host crashes (crash-host: no DREQ, no FIN). Side a has, on each device, a
 #    stream writing 64 KiB transfers without waiting for answers (bench/stream_bench) and
 #    an echo_client connected to b's servers — and on rxe a second writer whose ACK
@@ -98,10 +99,10 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
     # The long partition: this side's http_server ends its client's connection with an
     # error (its line "server: connection N: WHAT"; by the keep-alive's probe, or a
     # response's retries); the time from when this side saw the partition begin.
-    declare -A errors_before=()
-    for d in $devices; do errors_before[$d]=$(grep -c "server: connection [0-9]*: " "/tmp/http_server.$d"); done
     await a.partitioning 300 || exit 17
     date +%s.%N >/tmp/partitioned
+    declare -A errors_before=() # (the lossy step's connection ended long before)
+    for d in $devices; do errors_before[$d]=$(grep -c "server: connection [0-9]*: " "/tmp/http_server.$d"); done
     for d in $devices; do
         for _ in $(seq 900); do
             [ "$(grep -c "server: connection [0-9]*: " "/tmp/http_server.$d")" -gt "${errors_before[$d]}" ] && break
@@ -109,18 +110,17 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
         done
         [ "$(grep -c "server: connection [0-9]*: " "/tmp/http_server.$d")" -gt "${errors_before[$d]}" ] ||
             { say "http_server.$d: its partitioned client's connection still open after 90 s"; exit 18; }
-        say "http_server.$d: its partitioned client's connection ended $(since /tmp/partitioned) s after the partition:" \
+        after=$(since /tmp/partitioned)
+        say "http_server.$d: its partitioned client's connection ended $after s after the partition:" \
             "$(grep "server: connection [0-9]*: " "/tmp/http_server.$d" | tail -n 1)"
+        awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "http_server.$d: later than 60 s"; exit 14; }
     done
     : >"$pair/b.partition-told"
     await a.serving 300 || exit 15
     for d in $devices; do
         timeout 300 "$build/samples/http_client" "$(peer $d)" 7475 100000000 500 >"/tmp/idle.$d" 2>&1 &
     done
-    sleep 3 # (connected, and asking)
-    for d in $devices; do
-        pgrep -f "http_client $(peer $d)" >/dev/null || { say "$d: the idle client ended: $(cat "/tmp/idle.$d")"; exit 16; }
-    done
+    for d in $devices; do await_output "/tmp/idle.$d" 'client: connected to' 120 || exit 16; done
     : >"$pair/b.clients-connected"
     await a.clients-connected 120 || exit 13
     sleep 3 # (echoes and transfers flowing)
@@ -200,8 +200,8 @@ for d in $devices; do
     ) &
     long[$d]=$!
 done
-sleep 3 # (connected, and asking)
-for d in $devices; do kill -0 "${long[$d]}" 2>/dev/null || { say "$d: http_client ended: $(cat "/tmp/long.$d")"; exit 54; }; done
+for d in $devices; do await_output "/tmp/long.$d" 'client: connected to' 120 || exit 54; done
+sleep 1 # (asking)
 : >"$pair/a.partitioning"
 partition
 date +%s.%N >/tmp/partitioned
@@ -245,6 +245,8 @@ done
 for d in $devices; do await_output "/tmp/crash.echo.$d" 'client: connected to' 120 || exit 31; done
 await b.clients-connected 120 || exit 38
 : >"$pair/a.clients-connected"
+declare -A closed_before=()
+for d in $devices; do closed_before[$d]=$(grep -c "closed after" "/tmp/http_server.$d"); done
 await b.crashing 120 || exit 32
 crashed=$(date +%s.%N)
 status=0
@@ -253,7 +255,8 @@ status=0
 declare -A closed_at=()
 for _ in $(seq 900); do
     for d in $devices; do
-        [ -z "${closed_at[$d]:-}" ] && grep -q "closed after" "/tmp/http_server.$d" && closed_at[$d]=$(date +%s.%N)
+        [ -z "${closed_at[$d]:-}" ] && [ "$(grep -c "closed after" "/tmp/http_server.$d")" -gt "${closed_before[$d]}" ] &&
+            closed_at[$d]=$(date +%s.%N)
     done
     [ ${#closed_at[@]} = 2 ] && break
     sleep 0.1

@@ -138,6 +138,8 @@ private:
     error_code take(pooled_connection&& connection) noexcept;
     // Both: with the peer's private data, on id().
     error_code open_on(std::span<const std::byte> peer_private_data) noexcept;
+    // The accept completed: the connection is up on both sides.
+    void accepted() noexcept;
 
     static executor_type current_executor(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback);
     // With no engine, errc::not_open on `fallback`.
@@ -156,6 +158,7 @@ struct stream_access {
         return s.opened(peer_private_data);
     }
     static error_code take(stream_base& s, connection_request&& request) noexcept { return s.take(std::move(request)); }
+    static void accepted(stream_base& s) noexcept { s.accepted(); }
     static error_code take(stream_base& s, pooled_connection&& connection) noexcept {
         return s.take(std::move(connection));
     }
