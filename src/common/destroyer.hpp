@@ -10,8 +10,9 @@ namespace rdmacm::detail {
 
 // Runs `job` on the destroyer thread, in submission order, after `delay` if one is given
 // (never blocking the jobs behind it). A job that throws is dropped. At process exit the
-// thread finishes the jobs already due and drops the delayed ones; a job submitted after that (by a library thread whose
-// blocking call returns during exit) is dropped: let go of on the submitting thread.
+// thread finishes the jobs already due and drops the delayed ones; a job submitted after
+// that (by a library thread whose blocking call returns during exit) is dropped: let go of
+// on the submitting thread.
 void destroy_later(std::function<void()> job, std::chrono::steady_clock::duration delay = {});
 
 // The same thread, as the library's clock: runs `job` there after `delay`, as destroy_later
