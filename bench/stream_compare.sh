@@ -35,19 +35,12 @@ port=7700
 # client's output in $work/client, the server's in $work/server. Ours says when it listens;
 # rstream does not.
 pair() {
-    local server_role=$1 client_role=$2 server
+    local server_role=$1 client_role=$2
     shift 2
-    "${count_with[@]}" "${@/#ROLE/$server_role}" >"$work/server" 2>&1 &
-    server=$!
-    if [[ $1 == */bench/* ]]; then
-        for _ in $(seq 100); do grep -q listening "$work/server" && break; sleep 0.05; done
-    else
-        sleep 0.5 # (rstream says nothing once it listens)
-    fi
+    server_start "$work/server" "${count_with[@]}" "${@/#ROLE/$server_role}" || fail "$*: no server"
     timeout 120 "${count_with[@]}" "${@/#ROLE/$client_role}" >"$work/client" 2>&1 ||
         fail "$* failed" "$work/client" "$work/server"
-    timeout 30 tail --pid=$server -f /dev/null || fail "$*: the server did not end" "$work/server"
-    wait $server || fail "$*: the server failed" "$work/server"
+    server_wait || fail "$*: the server failed, or did not end" "$work/server"
 }
 
 # transfer TOOL SIZE COUNT: one run of rstream's transfer test; the client's microseconds per
