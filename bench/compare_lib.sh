@@ -41,6 +41,7 @@ listening() { # OUT COMMAND...: until COMMAND's server, writing to OUT, listens
 server_start() {
     server_out=$1
     shift
+    : >"$server_out"
     if [ -z "${RDMAVM_PAIR_SIDE:-}" ]; then
         "$@" >"$server_out" 2>&1 &
         server_pid=$!
@@ -56,7 +57,11 @@ server_start() {
 }
 server_wait() {
     if [ -z "${RDMAVM_PAIR_SIDE:-}" ]; then
-        timeout 60 tail --pid="$server_pid" -f /dev/null || return 124
+        if ! timeout 60 tail --pid="$server_pid" -f /dev/null; then
+            kill "$server_pid" 2>/dev/null
+            wait "$server_pid"
+            return 124
+        fi
         wait "$server_pid"
         return
     fi

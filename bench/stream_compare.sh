@@ -34,13 +34,25 @@ port=7700
 # SERVER_ROLE), then its client, each under $count_with (bench/syscalls_of, or nothing): the
 # client's output in $work/client, the server's in $work/server. Ours says when it listens;
 # rstream does not.
+# A run of rsockets' in which both sides hang (the client polling until its 120 s are up:
+# seen on siw across two hosts, 2 of about 40 runs on 2026-12-07 — as siw's first-message
+# race, semantics R9, would leave a protocol that does not nudge) is run again, up to twice,
+# counted in rsockets_hung.
+rsockets_hung=0
 pair() {
-    local server_role=$1 client_role=$2
+    local server_role=$1 client_role=$2 try client server
     shift 2
-    server_start "$work/server" "${count_with[@]}" "${@/#ROLE/$server_role}" || fail "$*: no server"
-    timeout 120 "${count_with[@]}" "${@/#ROLE/$client_role}" >"$work/client" 2>&1 ||
-        fail "$* failed" "$work/client" "$work/server"
-    server_wait || fail "$*: the server failed, or did not end" "$work/server"
+    for try in 1 2 3; do
+        server_start "$work/server" "${count_with[@]}" "${@/#ROLE/$server_role}" || fail "$*: no server"
+        client=0 server=0
+        timeout 120 "${count_with[@]}" "${@/#ROLE/$client_role}" >"$work/client" 2>&1 || client=$?
+        server_wait || server=$?
+        [ $client = 0 ] && [ $server = 0 ] && return
+        [ $client = 124 ] && [[ " $* " != *_bench\ * ]] && [ $try -lt 3 ] || break # (rsockets' only)
+        rsockets_hung=$((rsockets_hung + 1))
+        echo "stream_compare: $dev: $*: hung for 120 s; again" >&2
+    done
+    fail "$* failed (client status $client, server $server)" "$work/client" "$work/server"
 }
 
 # transfer TOOL SIZE COUNT: one run of rstream's transfer test; the client's microseconds per
@@ -110,6 +122,7 @@ for cfg in "64 1000" "65536 200"; do
     unset usec
 done
 [ "$perftest_hung" = 0 ] || echo "  (perftest runs hung and run again: $perftest_hung)"
+[ "$rsockets_hung" = 0 ] || echo "  (rsockets runs hung and run again: $rsockets_hung)"
 
 # What a 64-byte transfer costs the client: (5000 transfers' counts - 1000's) / 8000.
 count_with=("$build/bench/syscalls_of")
