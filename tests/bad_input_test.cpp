@@ -281,14 +281,19 @@ BOOST_FIXTURE_TEST_CASE(a_connect_before_the_id_has_a_device, channel_fixture) {
     }());
 }
 
+// `id` resolved to `l`'s port, with a queue pair: what a connect's parameters are checked on.
+static awaitable<void> ready_to_connect(cm_id& id, listener& l) {
+    co_await id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms, use_awaitable);
+    co_await id.async_resolve_route(2000ms, use_awaitable);
+    auto attr = rc_qp_attr();
+    id.create_qp(attr);
+}
+
 BOOST_FIXTURE_TEST_CASE(oversized_private_data, channel_fixture) {
     auto l = make_listener(*channel);
     run(ctx, [&]() -> awaitable<void> {
         cm_id id(*channel);
-        co_await id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms, use_awaitable);
-        co_await id.async_resolve_route(2000ms, use_awaitable);
-        auto attr = rc_qp_attr();
-        id.create_qp(attr);
+        co_await ready_to_connect(id, l);
         std::array<std::byte, 300> big{};
         conn_params p;
         p.private_data = big;
@@ -312,10 +317,7 @@ BOOST_FIXTURE_TEST_CASE(an_ack_timeout_out_of_range, channel_fixture) {
     auto l = make_listener(*channel);
     run(ctx, [&]() -> awaitable<void> {
         cm_id id(*channel);
-        co_await id.async_resolve_address(device_endpoint(l.local_endpoint().port()), 2000ms, use_awaitable);
-        co_await id.async_resolve_route(2000ms, use_awaitable);
-        auto attr = rc_qp_attr();
-        id.create_qp(attr);
+        co_await ready_to_connect(id, l);
         auto [ec, ev] = co_await id.async_connect(conn_params{.ack_timeout = 32}, asio::as_tuple(use_awaitable));
         BOOST_TEST(ec == boost::system::errc::invalid_argument, ec.message());
         BOOST_TEST(std::string_view(ec.location().function_name()) == "conn_params::ack_timeout");
