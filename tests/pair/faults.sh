@@ -68,8 +68,24 @@ peer() { local v=RDMACM_PEER_ADDR_$1; echo "${!v}"; }
 
 for d in $devices; do link-fault "$d" netem loss 1% delay 20ms || exit 2; done
 sysctl -qw net.ipv4.tcp_retries2=5
-# since FILE: the seconds since the time (date +%s.%N) FILE holds, to a tenth.
-since() { awk -v e="$(date +%s.%N)" -v c="$(cat "$1")" 'BEGIN {printf "%.1f", e - c}'; }
+# seconds FROM TO: TO - FROM (times as date +%s.%N prints them), to a tenth; since FILE:
+# the seconds since the time FILE holds; under SECONDS LIMIT: whether SECONDS < LIMIT.
+seconds() { awk -v c="$1" -v e="$2" 'BEGIN {printf "%.1f", e - c}'; }
+since() { seconds "$(cat "$1")" "$(date +%s.%N)"; }
+under() { awk -v a="$1" -v l="$2" 'BEGIN {exit !(a < l)}'; }
+# start NAME COMMAND...: in the background, bounded (300 s); its output in /tmp/run.NAME, the
+# time it ended in /tmp/ended.NAME (its own clock: the clients are watched apart), its pid in
+# client[NAME].
+declare -A client=()
+start() {
+    (
+        timeout 300 "${@:2}" >"/tmp/run.$1" 2>&1
+        rc=$?
+        date +%s.%N >"/tmp/ended.$1"
+        exit $rc
+    ) >/dev/null 2>&1 &
+    client[$1]=$!
+}
 
 trap 'pkill -P $$ 2>/dev/null' EXIT # (every server and its tee: they would hold the host's output open)
 # serve NAME COMMAND...: its output printed with NAME before each line, and kept.
@@ -115,7 +131,7 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
         after=$(since /tmp/partitioned)
         say "http_server.$d: its partitioned client's connection ended $after s after the partition:" \
             "$(grep "server: connection [0-9]*: " "/tmp/http_server.$d" | tail -n 1)"
-        awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "http_server.$d: later than 60 s"; exit 14; }
+        under "$after" 60 || { say "http_server.$d: later than 60 s"; exit 14; }
     done
     : >"$pair/b.partition-told"
     await a.serving 300 || exit 15
@@ -187,36 +203,28 @@ partition_began=$(date +%s.%N)
 partition
 sleep 2
 heal
-say "the short partition lasted $(awk -v e="$(date +%s.%N)" -v c="$partition_began" 'BEGIN {printf "%.1f", e - c}') s"
+say "the short partition lasted $(seconds "$partition_began" "$(date +%s.%N)") s"
 for d in $devices; do
     wait "${short[$d]}" || { say "$d: echo_client across the short partition failed: $(tail -n 3 "/tmp/short.$d")"; exit 53; }
     say "$d: across the short partition: $(grep echoes "/tmp/short.$d")"
 done
 
 say "a partition longer than the retry budget, an http_client asking every 500 ms"
-declare -A long=()
-for d in $devices; do
-    (
-        timeout 300 "$build/samples/http_client" "$(peer $d)" 7472 100000000 500 >"/tmp/long.$d" 2>&1
-        rc=$?
-        date +%s.%N >"/tmp/long-ended.$d"
-        exit $rc
-    ) &
-    long[$d]=$!
-done
-for d in $devices; do await_output "/tmp/long.$d" 'client: connected to' 120 || exit 54; done
+for d in $devices; do start "long.$d" "$build/samples/http_client" "$(peer $d)" 7472 100000000 500; done
+for d in $devices; do await_output "/tmp/run.long.$d" 'client: connected to' 120 || exit 54; done
 sleep 1 # (asking)
 : >"$pair/a.partitioning"
 partition
 date +%s.%N >/tmp/partitioned
 status=0
 for d in $devices; do
-    wait "${long[$d]}"
+    wait "${client[long.$d]}"
     rc=$?
-    after=$(awk -v e="$(cat "/tmp/long-ended.$d")" -v c="$(cat /tmp/partitioned)" 'BEGIN {printf "%.1f", e - c}')
-    say "$d: http_client ended $after s after the partition, status $rc: $(tail -n 1 "/tmp/long.$d")"
+    unset "client[long.$d]"
+    after=$(seconds "$(cat /tmp/partitioned)" "$(cat "/tmp/ended.long.$d")")
+    say "$d: http_client ended $after s after the partition, status $rc: $(tail -n 1 "/tmp/run.long.$d")"
     [ $rc != 0 ] && [ $rc != 124 ] || { say "$d: http_client did not end with an error"; status=55; }
-    awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "$d: http_client later than 60 s"; status=56; }
+    under "$after" 60 || { say "$d: http_client later than 60 s"; status=56; }
 done
 await b.partition-told 120 || status=57
 heal
@@ -226,27 +234,15 @@ for d in $devices; do
 done
 
 : >"$pair/a.serving"
-declare -A client=()
-# start NAME COMMAND...: in the background, bounded; its output in /tmp/crash.NAME, the time
-# it ended in /tmp/ended.NAME (its own clock: the clients are watched apart).
-start() {
-    (
-        timeout 300 "${@:2}" >"/tmp/crash.$1" 2>&1
-        rc=$?
-        date +%s.%N >"/tmp/ended.$1"
-        exit $rc
-    ) >/dev/null 2>&1 &
-    client[$1]=$!
-}
 for d in $devices; do
     start "writer.$d" "$build/bench/stream_bench" client "$(peer $d)" 7474 65536 100000000
     start "echo.$d" "$build/samples/echo_client" "$(peer $d)" 7471 100000000
 done
 start "writer_ack14.rxe0" "$build/bench/stream_bench" client "$(peer rxe0)" 7476 65536 100000000 0 16384 14
 for name in writer.rxe0 writer.siw0 writer_ack14.rxe0; do
-    await_output "/tmp/crash.$name" '^connected$' 120 || exit 30
+    await_output "/tmp/run.$name" '^connected$' 120 || exit 30
 done
-for d in $devices; do await_output "/tmp/crash.echo.$d" 'client: connected to' 120 || exit 31; done
+for d in $devices; do await_output "/tmp/run.echo.$d" 'client: connected to' 120 || exit 31; done
 await b.clients-connected 120 || exit 38
 : >"$pair/a.clients-connected"
 declare -A closed_before=()
@@ -271,11 +267,11 @@ for d in $devices; do
         status=40
         continue
     fi
-    after=$(awk -v e="${closed_at[$d]}" -v c="$crashed" 'BEGIN {printf "%.1f", e - c}')
+    after=$(seconds "$crashed" "${closed_at[$d]}")
     say "http_server.$d: its crashed client's connection closed $after s after the crash:" \
         "$(grep "server: connection" "/tmp/http_server.$d" | tr '\n' ' ')"
     grep -q "server: connection [0-9]*: " "/tmp/http_server.$d" || { say "http_server.$d: not with an error"; status=41; }
-    awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "http_server.$d: later than 60 s"; status=42; }
+    under "$after" 60 || { say "http_server.$d: later than 60 s"; status=42; }
     # ... and it serves the others.
     timeout 60 "$build/samples/http_client" "$(addr $d)" 7475 5 || { say "http_server.$d: no longer serves"; status=43; }
 done
@@ -287,18 +283,18 @@ for name in "${!client[@]}"; do
         status=33
         continue
     fi
-    after=$(awk -v e="$(cat "/tmp/ended.$name")" -v c="$crashed" 'BEGIN {printf "%.1f", e - c}')
-    say "$name: ended $after s after the crash, status $rc: $(tail -n 1 "/tmp/crash.$name")"
-    awk -v a="$after" 'BEGIN {exit !(a >= 0)}' || { say "$name: ended before the crash"; status=34; }
+    after=$(seconds "$crashed" "$(cat "/tmp/ended.$name")")
+    say "$name: ended $after s after the crash, status $rc: $(tail -n 1 "/tmp/run.$name")"
+    under "$after" 0 && { say "$name: ended before the crash"; status=34; }
     [ $rc != 0 ] && [ $rc != 124 ] || { say "$name: did not end with an error"; status=35; }
     # A writer learns of it from its sends: the library's error (the transport's retries),
     # within 60 s (docs/reliability.md: about 15 s on either device here).
     if [[ $name == writer* ]]; then
-        grep -q "Connection reset" "/tmp/crash.$name" || { say "$name: not the library's error"; status=36; }
-        awk -v a="$after" 'BEGIN {exit !(a < 60)}' || { say "$name: later than 60 s"; status=37; }
+        grep -q "Connection reset" "/tmp/run.$name" || { say "$name: not the library's error"; status=36; }
+        under "$after" 60 || { say "$name: later than 60 s"; status=37; }
     fi
     if [[ $name == writer_ack14.* ]]; then
-        awk -v a="$after" 'BEGIN {exit !(a < 10)}' || { say "$name: later than 10 s"; status=39; }
+        under "$after" 10 || { say "$name: later than 10 s"; status=39; }
     fi
 done
 exit $status

@@ -158,10 +158,10 @@ struct stream_access {
         return s.opened(peer_private_data);
     }
     static error_code take(stream_base& s, connection_request&& request) noexcept { return s.take(std::move(request)); }
-    static void accepted(stream_base& s) noexcept { s.accepted(); }
     static error_code take(stream_base& s, pooled_connection&& connection) noexcept {
         return s.take(std::move(connection));
     }
+    static void accepted(stream_base& s) noexcept { s.accepted(); }
     // What the stream's connect or accept sends: its hello, and its options' time-out.
     static conn_params params(const stream_base& s, std::span<const std::byte> hello) noexcept {
         return {.private_data = hello, .ack_timeout = s.options_.ack_timeout};
