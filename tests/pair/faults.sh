@@ -41,6 +41,10 @@
 #    - The client's host gone: a's http_server, whose streams probe an idle peer every 5 s
 #      (stream_options::keep_alive), must end each of those connections with an error
 #      within 60 s, and then still serve: a new client on a itself, 5 requests.
+# Nothing leaks: after the lossy link (b's echo and HTTP servers), after the long partition
+# (b's http_server) and after the crash (a's), each server must be back, within 30 s, to
+# what it held listening: its CM ids, queue pairs, completion queues and memory regions as
+# the kernel counts them (rdma res), and its open descriptors.
 # siw's connection is TCP's: its detection is TCP's retransmission budget, set here on both
 # hosts by net.ipv4.tcp_retries2 (5: about 12.6 s of retransmissions; the default 15 takes
 # about 15 minutes).
@@ -87,6 +91,29 @@ start() {
     client[$1]=$!
 }
 
+# holds PID: what a process holds, as the kernel counts it (rdma res: its CM ids, queue
+# pairs, completion queues, memory regions) and its open descriptors.
+holds() {
+    local r
+    for r in cm_id qp cq mr; do echo -n "$(rdma res show "$r" pid "$1" | grep -c .) ${r}s, "; done
+    echo "$(find "/proc/$1/fd" -mindepth 1 | wc -l) fds"
+}
+# server_pid NAME ADDRESS PORT: the pid of the sample NAME serving ADDRESS PORT.
+server_pid() { pgrep -f "/samples/$1 $2 $3( |\$)"; }
+# settles NAME PID HELD: whether the process NAME (PID) is back to holding HELD (what it
+# held listening, before any client) within 30 s: its connections' ids are destroyed off
+# their contexts' threads, a little after they close.
+settles() {
+    local now
+    for _ in $(seq 150); do
+        now=$(holds "$2")
+        [ "$now" = "$3" ] && { say "$1: back to what it held listening ($now)"; return 0; }
+        sleep 0.2
+    done
+    say "$1: leaked: holds $now; listening, it held $3"
+    return 1
+}
+
 trap 'pkill -P $$ 2>/dev/null' EXIT # (every server and its tee: they would hold the host's output open)
 # serve NAME COMMAND...: its output printed with NAME before each line, and kept.
 serve() { "${@:2}" 2>&1 | tee "/tmp/$1" | sed -u "s/^/$1: /" & }
@@ -105,12 +132,20 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
         done
     done
     await_output /tmp/stream_bench_ack.rxe0 listening 60 || exit 10
+    declare -A pid=() held=()
+    for d in $devices; do
+        pid[echo.$d]=$(server_pid sharded_echo_server "$(addr $d)" 7471)
+        pid[http.$d]=$(server_pid http_server "$(addr $d)" 7472)
+        for s in echo http; do held[$s.$d]=$(holds "${pid[$s.$d]}"); done
+    done
     : >"$pair/b.serving"
     await a.lossy-done 1800 || exit 11
     for d in $devices; do # (the rotation moved connections under the churn)
         rotated=$(grep "moves made" "/tmp/echo_server.$d" | tail -n 1)
         say "echo_server.$d: ${rotated:-no rebalance reported}"
         [[ $rotated =~ rebalances,\ [1-9][0-9]*\ moves ]] || exit 19
+        # Every connection of the churn, the lossy HTTP one too, left nothing behind.
+        for s in echo http; do settles "${s}_server.$d" "${pid[$s.$d]}" "${held[$s.$d]}" || exit 9; done
     done
     for d in $devices; do link-fault "$d" netem delay 20ms || exit 12; done
     : >"$pair/b.delay-only"
@@ -135,6 +170,8 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
     done
     : >"$pair/b.partition-told"
     await a.serving 300 || exit 15
+    # The partitioned connection and the healed client's left nothing behind.
+    for d in $devices; do settles "http_server.$d" "${pid[http.$d]}" "${held[http.$d]}" || exit 8; done
     for d in $devices; do
         timeout 300 "$build/samples/http_client" "$(peer $d)" 7475 100000000 500 >"/tmp/idle.$d" 2>&1 &
     done
@@ -151,6 +188,11 @@ fi
 # Side a.
 for d in $devices; do serve "http_server.$d" "$build/samples/http_server" "$(addr $d)" 7475; done
 for d in $devices; do await_output "/tmp/http_server.$d" listening 60 || exit 19; done
+declare -A pid=() held=()
+for d in $devices; do
+    pid[$d]=$(server_pid http_server "$(addr $d)" 7475)
+    held[$d]=$(holds "${pid[$d]}")
+done
 await b.serving 120 || exit 20
 # lossy DEVICE: the lossy link's steps on one device; returns the failed step's number.
 lossy() {
@@ -274,6 +316,8 @@ for d in $devices; do
     under "$after" 60 || { say "http_server.$d: later than 60 s"; status=42; }
     # ... and it serves the others.
     timeout 60 "$build/samples/http_client" "$(addr $d)" 7475 5 || { say "http_server.$d: no longer serves"; status=43; }
+    # The crashed client's connection and the new one left nothing behind.
+    settles "http_server.$d" "${pid[$d]}" "${held[$d]}" || status=44
 done
 for name in "${!client[@]}"; do
     wait "${client[$name]}"
