@@ -1149,6 +1149,9 @@ BOOST_AUTO_TEST_CASE(disconnecting_a_connecting_id_never_blocks_the_caller) {
     bool returned = initiated.wait_for(10s) == std::future_status::ready; // held: it never returns
     BOOST_TEST(held.wait_entered(5s), "rdma_disconnect was never made");
     held.release();
+    // The request goes (rejected): that ends the connect, and with it the call, at once
+    // (siw would otherwise hold the call for its 10-s MPA time-out).
+    l.close();
     auto took = initiated.get();
     BOOST_TEST(returned, "async_disconnect blocked in rdma_disconnect ("
                              << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms)");
@@ -1666,6 +1669,7 @@ BOOST_AUTO_TEST_CASE(a_move_of_a_connection_being_placed_is_made_once_the_placem
     BOOST_TEST(!ec, ec.message());
     BOOST_TEST(c.shard() == 1u);
     BOOST_TEST(faults::calls("rdma_migrate_id", c.id().native_handle()) == 2); // placed, then moved
+    c.id().close(); // (first: its reject ends the client's connect; siw holds a connecting id 10 s)
     r.client.close();
 }
 
@@ -1756,6 +1760,7 @@ BOOST_AUTO_TEST_CASE(a_move_ends_after_the_steps_queued_on_its_old_shard) {
     BOOST_TEST(step_shard == step_ran_on, "a step ran on shard " << step_ran_on << " while shard() said " << step_shard
                                                                  << " (the move had ended)");
     BOOST_TEST(c.shard() == 1u);
+    c.id().close(); // (first: its reject ends the client's connect; siw holds a connecting id 10 s)
     f.clients[0]->close();
 }
 
