@@ -3,6 +3,7 @@
 // on its own; a slow reader holds the writer back (credits), nothing lost; a cancelled read
 // or a waiting write cancelled loses nothing; a peer that closes is a reset, not a hang; a
 // peer that does not speak the protocol is refused; Asio's composed reads run over it.
+#include "support/faults.hpp"
 #include "support/stream_pair.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -308,6 +309,55 @@ BOOST_FIXTURE_TEST_CASE(the_keep_alive_s_probes_are_invisible_to_the_peer, strea
                 BOOST_TEST((got_up == up), "client to server: bytes lost, doubled or out of order");
                 BOOST_TEST((got_down == down), "server to client: bytes lost, doubled or out of order");
             }());
+        }
+    }
+}
+
+// Nagle's rule (stream_options::no_delay false, the default): writes made while a data
+// message is in flight wait, and go as one message when it completes. Forced: the client's
+// send completion held at the gate (its context's thread holds the read event, so the
+// stream still counts the first message in flight), nine more writes of 64 bytes meanwhile
+// send nothing; with no_delay each goes at once (the device sends at least one packet
+// for each). Released, all 640 bytes arrive once, in order.
+BOOST_AUTO_TEST_CASE(small_writes_made_while_a_message_is_in_flight_go_as_one) {
+    for (const bool no_delay : {false, true}) {
+        BOOST_TEST_CONTEXT("no_delay " << no_delay) {
+            context_threads t(1);
+            stream_pair p(t[0], {}, {.no_delay = no_delay});
+            auto opened = asio::co_spawn(t[0], p.open(), asio::use_future);
+            BOOST_TEST_REQUIRE((opened.wait_for(30s) == std::future_status::ready), "not connected in 30 s");
+            opened.get();
+            faults::gate held("ibv_get_cq_event returned", p.client.id().native_handle()->qp->send_cq);
+            std::vector<std::string> writes;
+            for (char c = 'a'; c < 'a' + 10; ++c) writes.emplace_back(64, c);
+            std::atomic<int> written{0};
+            auto write = [&](const std::string& w) {
+                p.client.async_write_some(asio::buffer(w), [&](error_code ec, std::size_t n) {
+                    if (!ec && n == w.size()) ++written;
+                });
+            };
+            write(writes[0]);
+            BOOST_TEST_REQUIRE(held.wait_entered(10s), "the first message's completion never came");
+            const auto before = packets_sent();
+            for (std::size_t i = 1; i < writes.size(); ++i) write(writes[i]); // (each copied at once)
+            std::this_thread::sleep_for(300ms);                              // (what goes, goes)
+            const auto during = packets_sent() - before;
+            BOOST_TEST_MESSAGE("packets sent while the first message's completion was held: " << during);
+            if (no_delay)
+                BOOST_TEST(during >= 9u, "no_delay: the writes waited (" << during << " packets)");
+            else
+                BOOST_TEST(during < 3u, "the writes went one by one (" << during << " packets)");
+            held.release();
+            std::string got(640, '\0');
+            auto read = asio::async_read(p.server, asio::buffer(got), asio::use_future);
+            BOOST_TEST_REQUIRE((read.wait_for(10s) == std::future_status::ready), "the bytes did not arrive");
+            BOOST_TEST(read.get() == got.size());
+            std::string sent;
+            for (const auto& w : writes) sent += w;
+            BOOST_TEST((got == sent), "bytes lost, doubled or out of order");
+            BOOST_TEST(written == 10);
+            p.client.close();
+            p.server.close();
         }
     }
 }

@@ -209,8 +209,13 @@ void stream_impl::progress() {
             }
         }
         if (may_speak()) {
-            // What was written goes, in order, as far as the window lets it.
-            while (!ready_.empty() && credits_->may_send_data()) {
+            // What was written goes, in order, as far as the window lets it — but a last,
+            // partly filled buffer waits while data is in flight (unless no_delay): the
+            // writes after it join it, and it goes when a send completes (Nagle's rule; the
+            // wait is the transport's acknowledgement, which RC never delays).
+            while (!ready_.empty() && credits_->may_send_data() &&
+                   (ready_.size() > 1 || ready_.front().bytes == send_room() || options_.no_delay ||
+                    !data_in_flight())) {
                 const auto [slot, bytes] = ready_.front();
                 ready_.pop_front();
                 post_message(slot, stream_wire::kind::data, bytes);
@@ -245,7 +250,7 @@ bool stream_impl::may_speak() const noexcept { return role_ == stream_role::clie
 // it has room (small writes made while the window is shut go as one message), then into
 // free ones.
 std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
-    const std::size_t room = std::size_t{send_size_} - stream_wire::header_size;
+    const std::size_t room = send_room();
     std::size_t done = 0;
     for (const auto& part : buffers.view()) {
         for (std::size_t at = 0; at < part.size();) {
@@ -265,6 +270,10 @@ std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
     }
     return done;
 }
+
+std::uint32_t stream_impl::send_room() const noexcept { return send_size_ - std::uint32_t{stream_wire::header_size}; }
+
+bool stream_impl::data_in_flight() const noexcept { return free_sends_.size() + ready_.size() < options_.send_depth; }
 
 std::byte* stream_impl::send_buffer(std::uint32_t slot) const noexcept {
     return sending_->buffer.data() + std::size_t{slot} * send_size_; // (the control one: after the last)

@@ -102,6 +102,8 @@ private:
     // Under the lock.
     void progress();                                           // what may go now goes; what may complete is woken
     std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied
+    std::uint32_t send_room() const noexcept;                  // a send buffer's bytes of data
+    bool data_in_flight() const noexcept;                      // a data message sent, not yet completed
     // A message of its own kind with no payload (credits, end of data), in the one control
     // buffer: false while that one is in flight.
     bool send_control(stream_wire::kind what);
