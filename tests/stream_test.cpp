@@ -340,7 +340,7 @@ BOOST_AUTO_TEST_CASE(small_writes_made_while_a_message_is_in_flight_go_as_one) {
             BOOST_TEST_REQUIRE(held.wait_entered(10s), "the first message's completion never came");
             const auto before = packets_sent();
             for (std::size_t i = 1; i < writes.size(); ++i) write(writes[i]); // (each copied at once)
-            std::this_thread::sleep_for(300ms);                              // (what goes, goes)
+            std::this_thread::sleep_for(300ms);                               // (what goes, goes)
             const auto during = packets_sent() - before;
             BOOST_TEST_MESSAGE("packets sent while the first message's completion was held: " << during);
             if (no_delay)

@@ -213,9 +213,9 @@ void stream_impl::progress() {
             // partly filled buffer waits while data is in flight (unless no_delay): the
             // writes after it join it, and it goes when a send completes (Nagle's rule; the
             // wait is the transport's acknowledgement, which RC never delays).
-            while (!ready_.empty() && credits_->may_send_data() &&
-                   (ready_.size() > 1 || ready_.front().bytes == send_room() || options_.no_delay ||
-                    !data_in_flight())) {
+            while (
+                !ready_.empty() && credits_->may_send_data() &&
+                (ready_.size() > 1 || ready_.front().bytes == send_room() || options_.no_delay || !data_in_flight())) {
                 const auto [slot, bytes] = ready_.front();
                 ready_.pop_front();
                 post_message(slot, stream_wire::kind::data, bytes);
