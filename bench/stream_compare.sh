@@ -3,8 +3,10 @@
 # user picks today, on one device, all in this one run:
 # - Transfers (bench/stream_bench): rstream's transfer test — after a 16-byte exchange, COUNT
 #   transfers of SIZE bytes one way, then back — 64 B x 1000 and 64 KiB x 200, the same
-#   options on both sides, for the stream (event-driven, the default, and polling 50 us
-#   before it sleeps: stream_options::poll_for; rsockets polls too, by default), rdma-core's
+#   options on both sides, for the stream (event-driven, the default; event-driven with
+#   each write sent at once, stream_options::no_delay, where the default waits while a
+#   message is in flight, Nagle's rule; and polling 50 us before it sleeps:
+#   stream_options::poll_for; rsockets polls too, by default), rdma-core's
 #   rsockets through its own tools rstream and riostream, TCP in the same VM (`rstream -T s`),
 #   and the same benchmark code as ours over Asio's own TCP socket (what Asio's operations
 #   cost without RDMA). Printed: the median microseconds per transfer and Gb/s (both
@@ -63,6 +65,7 @@ transfer() {
     case $tool in
     stream) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" 0 ;;
     stream_poll) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" 50 ;;
+    stream_nodelay) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" nodelay ;;
     asio_tcp) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" tcp ;;
     rstream | riostream | tcp)
         local cmd=rstream
@@ -73,7 +76,7 @@ transfer() {
 }
 result() { # TOOL: the last transfer's microseconds per transfer
     case $1 in
-    stream | stream_poll | asio_tcp) awk '$1 == "stream" {print $9}' "$work/client" ;;
+    stream | stream_poll | stream_nodelay | asio_tcp) awk '$1 == "stream" {print $9}' "$work/client" ;;
     *) awk '$1 == "custom" {print $NF}' "$work/client" ;;
     esac
 }
@@ -93,7 +96,7 @@ limit() {
 }
 
 count_with=()
-tools="stream stream_poll rstream riostream tcp asio_tcp"
+tools="stream stream_nodelay stream_poll rstream riostream tcp asio_tcp"
 for cfg in "64 1000" "65536 200"; do
     read -r size count <<<"$cfg"
     declare -A usec=()

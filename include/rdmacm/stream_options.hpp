@@ -20,12 +20,14 @@ struct stream_options {
     /// Send buffers of `message_size` bytes: what writes fill while the peer's receives are
     /// taken, and messages in flight at most (one more buffer is kept for credits).
     std::uint32_t send_depth = 16;
-    /// As a socket's `TCP_NODELAY`. False (the default): while a data message is in
-    /// flight, a write that leaves a message part full does not send it yet; the writes
-    /// after it join it, and it goes when a send completes, that is when the peer's device
-    /// acknowledged it (Nagle's rule, with no delayed acknowledgement to wait for: RC
-    /// acknowledges at once). Small writes in a row then go as few messages, each costing
-    /// a post and a completion fewer. True: each write goes at once, as the peer's window
+    /// As a socket's `TCP_NODELAY`. False (the default): Nagle's rule, as Linux's TCP has
+    /// it (Minshall's variant). While a message that was sent partly full is in flight, a
+    /// write that leaves a message partly full does not send that one yet: the writes after
+    /// it join it, and it goes once the earlier one completes (over RoCE and InfiniBand,
+    /// when the peer's device acknowledged it, with no delayed acknowledgement to wait for;
+    /// over iWARP, when TCP took it). Small writes in a row then go as fewer messages, each
+    /// a post and a completion fewer; a write's full messages, and any write with no small
+    /// message in flight, go at once. True: each write goes at once, as the peer's window
     /// allows.
     bool no_delay = false;
     /// As `queue_pair_options::poll_for`: zero, event-driven; positive, adaptive polling.

@@ -181,8 +181,9 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
     if (close_queue_pair) qp_->close();
 }
 
-void stream_impl::sent(std::uint32_t slot, error_code ec) {
+void stream_impl::sent(std::uint32_t slot, bool partly_full, error_code ec) {
     std::lock_guard lock(mutex_);
+    if (partly_full) --partly_full_in_flight_;
     if (slot == control_slot())
         control_busy_ = false;
     else
@@ -210,12 +211,13 @@ void stream_impl::progress() {
         }
         if (may_speak()) {
             // What was written goes, in order, as far as the window lets it — but a last,
-            // partly filled buffer waits while data is in flight (unless no_delay): the
-            // writes after it join it, and it goes when a send completes (Nagle's rule; the
-            // wait is the transport's acknowledgement, which RC never delays).
-            while (
-                !ready_.empty() && credits_->may_send_data() &&
-                (ready_.size() > 1 || ready_.front().bytes == send_room() || options_.no_delay || !data_in_flight())) {
+            // partly filled buffer waits while another partly filled one is in flight (unless
+            // no_delay): the writes after it join it, and it goes when that send completes
+            // (Nagle's rule as Linux's TCP has it, Minshall's: a write's full messages and
+            // its tail go at once when no small message is in flight).
+            while (!ready_.empty() && credits_->may_send_data() &&
+                   (ready_.size() > 1 || ready_.front().bytes == send_room() || options_.no_delay ||
+                    partly_full_in_flight_ == 0)) {
                 const auto [slot, bytes] = ready_.front();
                 ready_.pop_front();
                 post_message(slot, stream_wire::kind::data, bytes);
@@ -273,8 +275,6 @@ std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
 
 std::uint32_t stream_impl::send_room() const noexcept { return send_size_ - std::uint32_t{stream_wire::header_size}; }
 
-bool stream_impl::data_in_flight() const noexcept { return free_sends_.size() + ready_.size() < options_.send_depth; }
-
 std::byte* stream_impl::send_buffer(std::uint32_t slot) const noexcept {
     return sending_->buffer.data() + std::size_t{slot} * send_size_; // (the control one: after the last)
 }
@@ -291,10 +291,14 @@ void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::
     stream_wire::put(base, {what, credits_->sent()});
     ++posted_sends_;
     answered_ = answered_ || role_ == stream_role::server;
+    const bool partly_full = what == stream_wire::kind::data && bytes < send_room();
+    if (partly_full) ++partly_full_in_flight_;
     const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base),
                       static_cast<std::uint32_t>(stream_wire::header_size) + bytes, sending_->region.lkey()};
     qp_->post({work_request::kind::send, std::span(&sge, 1)},
-              [self = shared_from_this(), slot](error_code ec, std::size_t) { self->sent(slot, ec); });
+              [self = shared_from_this(), slot, partly_full](error_code ec, std::size_t) {
+                  self->sent(slot, partly_full, ec);
+              });
 }
 
 void stream_impl::repost(std::uint32_t slot) {

@@ -88,7 +88,7 @@ private:
 
     // Completions (on the queue pair's executor).
     void arrived(std::uint32_t slot, error_code ec, std::size_t bytes);
-    void sent(std::uint32_t slot, error_code ec);
+    void sent(std::uint32_t slot, bool partly_full, error_code ec);
     void nudge();
     void arm_nudge();             // under the lock
     void stop_nudging() noexcept; // under the lock
@@ -103,7 +103,6 @@ private:
     void progress();                                           // what may go now goes; what may complete is woken
     std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied
     std::uint32_t send_room() const noexcept;                  // a send buffer's bytes of data
-    bool data_in_flight() const noexcept;                      // a data message sent, not yet completed
     // A message of its own kind with no payload (credits, end of data), in the one control
     // buffer: false while that one is in flight.
     bool send_control(stream_wire::kind what);
@@ -145,6 +144,8 @@ private:
     std::deque<filled> ready_;
     bool control_busy_ = false;
     std::uint64_t posted_sends_ = 0, completed_sends_ = 0;
+    // Data messages sent with room left, not yet completed (Nagle's rule).
+    std::uint32_t partly_full_in_flight_ = 0;
     std::uint64_t end_send_ = 0; // posted_sends_ once the end of data was posted
     bool heard_ = false;         // a message of the peer's arrived
     bool answered_ = false;      // the server's first message (its answer to the client's) went

@@ -75,7 +75,8 @@ sysctl -qw net.ipv4.tcp_retries2=5
 # seconds FROM TO: TO - FROM (times as date +%s.%N prints them), to a tenth; since FILE:
 # the seconds since the time FILE holds; under SECONDS LIMIT: whether SECONDS < LIMIT.
 seconds() { awk -v c="$1" -v e="$2" 'BEGIN {printf "%.1f", e - c}'; }
-since() { seconds "$(cat "$1")" "$(date +%s.%N)"; }
+since() { since_time "$(cat "$1")"; }
+since_time() { seconds "$1" "$(date +%s.%N)"; }
 under() { awk -v a="$1" -v l="$2" 'BEGIN {exit !(a < l)}'; }
 # start NAME COMMAND...: in the background, bounded (300 s); its output in /tmp/run.NAME, the
 # time it ended in /tmp/ended.NAME (its own clock: the clients are watched apart), its pid in
@@ -92,22 +93,43 @@ start() {
 }
 
 # holds PID: what a process holds, as the kernel counts it (rdma res: its CM ids, queue
-# pairs, completion queues, memory regions) and its open descriptors.
+# pairs, completion queues, memory regions) and its open descriptors; false (saying why) if
+# a count cannot be read.
 holds() {
-    local r
-    for r in cm_id qp cq mr; do echo -n "$(rdma res show "$r" pid "$1" | grep -c .) ${r}s, "; done
-    echo "$(find "/proc/$1/fd" -mindepth 1 | wc -l) fds"
+    local r out counts=""
+    for r in cm_id qp cq mr; do
+        out=$(rdma res show "$r" pid "$1") || { say "rdma res show $r pid $1 failed" >&2; return 1; }
+        counts+="$(grep -c . <<<"$out") ${r}s, "
+    done
+    [ -d "/proc/$1/fd" ] || { say "no process $1" >&2; return 1; }
+    echo "$counts$(find "/proc/$1/fd" -mindepth 1 | wc -l) fds"
 }
-# server_pid NAME ADDRESS PORT: the pid of the sample NAME serving ADDRESS PORT.
-server_pid() { pgrep -f "/samples/$1 $2 $3( |\$)"; }
+# server_pid NAME ADDRESS PORT: the pid of the sample NAME serving ADDRESS PORT; false
+# unless there is exactly one.
+server_pid() {
+    local p
+    p=$(pgrep -f "/samples/$1 $2 $3( |\$)")
+    [[ $p =~ ^[0-9]+$ ]] || { say "$1 $2 $3: not one process: ${p:-none}" >&2; return 1; }
+    echo "$p"
+}
+# listening_holds PID: what the server holds listening, before any client: the same twice,
+# 1 s apart, and its listener's CM id among it.
+listening_holds() {
+    local a b
+    a=$(holds "$1") && sleep 1 && b=$(holds "$1") || return 1
+    [ "$a" = "$b" ] || { say "pid $1 is still changing: $a, then $b" >&2; return 1; }
+    [[ $a != "0 cm_ids"* ]] || { say "pid $1 holds no CM id listening: $a" >&2; return 1; }
+    echo "$a"
+}
 # settles NAME PID HELD: whether the process NAME (PID) is back to holding HELD (what it
-# held listening, before any client) within 30 s: its connections' ids are destroyed off
-# their contexts' threads, a little after they close.
+# held listening) within 30 s: its connections' ids are destroyed off their contexts'
+# threads, a little after they close. The time it took is printed.
 settles() {
-    local now
+    local now start
+    start=$(date +%s.%N)
     for _ in $(seq 150); do
-        now=$(holds "$2")
-        [ "$now" = "$3" ] && { say "$1: back to what it held listening ($now)"; return 0; }
+        now=$(holds "$2") || return 1
+        [ "$now" = "$3" ] && { say "$1: back to what it held listening ($now) after $(since_time "$start") s"; return 0; }
         sleep 0.2
     done
     say "$1: leaked: holds $now; listening, it held $3"
@@ -134,9 +156,9 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
     await_output /tmp/stream_bench_ack.rxe0 listening 60 || exit 10
     declare -A pid=() held=()
     for d in $devices; do
-        pid[echo.$d]=$(server_pid sharded_echo_server "$(addr $d)" 7471)
-        pid[http.$d]=$(server_pid http_server "$(addr $d)" 7472)
-        for s in echo http; do held[$s.$d]=$(holds "${pid[$s.$d]}"); done
+        pid[echo.$d]=$(server_pid sharded_echo_server "$(addr $d)" 7471) || exit 7
+        pid[http.$d]=$(server_pid http_server "$(addr $d)" 7472) || exit 7
+        for s in echo http; do held[$s.$d]=$(listening_holds "${pid[$s.$d]}") || exit 7; done
     done
     : >"$pair/b.serving"
     await a.lossy-done 1800 || exit 11
@@ -154,6 +176,11 @@ if [ "$RDMAVM_PAIR_SIDE" = b ]; then
     # response's retries); the time from when this side saw the partition begin.
     await a.partitioning 300 || exit 17
     date +%s.%N >/tmp/partitioned
+    for d in $devices; do # (the leak check sees a connection: its client's is open)
+        now=$(holds "${pid[http.$d]}") || exit 6
+        say "http_server.$d: with its client connected it holds $now"
+        [ "$now" != "${held[http.$d]}" ] || { say "http_server.$d: a connection makes no difference to the check"; exit 6; }
+    done
     declare -A errors_before=() # (the lossy step's connection ended long before)
     for d in $devices; do errors_before[$d]=$(grep -c "server: connection [0-9]*: " "/tmp/http_server.$d"); done
     for d in $devices; do
@@ -190,8 +217,8 @@ for d in $devices; do serve "http_server.$d" "$build/samples/http_server" "$(add
 for d in $devices; do await_output "/tmp/http_server.$d" listening 60 || exit 19; done
 declare -A pid=() held=()
 for d in $devices; do
-    pid[$d]=$(server_pid http_server "$(addr $d)" 7475)
-    held[$d]=$(holds "${pid[$d]}")
+    pid[$d]=$(server_pid http_server "$(addr $d)" 7475) || exit 26
+    held[$d]=$(listening_holds "${pid[$d]}") || exit 26
 done
 await b.serving 120 || exit 20
 # lossy DEVICE: the lossy link's steps on one device; returns the failed step's number.
@@ -229,7 +256,7 @@ for d in $devices; do
 done
 for d in $devices; do link-fault "$d" netem delay 20ms || exit 24; done
 : >"$pair/a.lossy-done"
-await b.delay-only 60 || exit 25
+await b.delay-only 240 || exit 25 # (b's leak checks first: up to 30 s each)
 
 partition() { for d in $devices; do link-fault "$d" partition || exit 50; done; }
 heal() { for d in $devices; do link-fault "$d" netem delay 20ms || exit 51; done; }
@@ -285,7 +312,7 @@ for name in writer.rxe0 writer.siw0 writer_ack14.rxe0; do
     await_output "/tmp/run.$name" '^connected$' 120 || exit 30
 done
 for d in $devices; do await_output "/tmp/run.echo.$d" 'client: connected to' 120 || exit 31; done
-await b.clients-connected 120 || exit 38
+await b.clients-connected 240 || exit 38
 : >"$pair/a.clients-connected"
 declare -A closed_before=()
 for d in $devices; do closed_before[$d]=$(grep -c "closed after" "/tmp/http_server.$d"); done

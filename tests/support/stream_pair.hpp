@@ -10,14 +10,18 @@ namespace rdmacm::test {
 // Small enough that every transfer runs out of credits many times over.
 constexpr stream_options tight{.depth = 3, .message_size = 512, .send_depth = 2};
 
-// A listener and both ends of a stream on one context's channel.
+// A listener and both ends of a stream, on one context's channel or the client on another's.
 struct stream_pair {
     asio::io_context& ctx;
     listener l{ctx};
     stream server, client;
 
     stream_pair(asio::io_context& on, stream_options server_options = {}, stream_options client_options = {})
-        : ctx(on), server(on, server_options), client(on, client_options) {
+        : stream_pair(on, on, server_options, client_options) {}
+    // The client on a context of its own (the listener and the server on `server_on`).
+    stream_pair(asio::io_context& server_on, asio::io_context& client_on, stream_options server_options,
+                stream_options client_options)
+        : ctx(server_on), server(server_on, server_options), client(client_on, client_options) {
         l.bind(device_endpoint());
         l.listen();
     }
