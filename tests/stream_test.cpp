@@ -317,12 +317,6 @@ BOOST_FIXTURE_TEST_CASE(the_keep_alive_s_probes_are_invisible_to_the_peer, strea
     }
 }
 
-// Whether `f` is ready within `limit` (a future of a handler run on a context's thread).
-template <typename T>
-bool ready_within(std::future<T>& f, std::chrono::milliseconds limit) {
-    return f.wait_for(limit) == std::future_status::ready;
-}
-
 // Until the completion events read on `cq` stop coming (100 ms without one; 5 s at most).
 void until_quiet(const ibv_cq* cq) {
     for (int i = 0, last = -1; i < 50; ++i) {

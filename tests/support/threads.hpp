@@ -87,7 +87,7 @@ private:
 
 // Waits for a future at most `limit`; false on time-out.
 template <typename T>
-bool ready_within(std::future<T>& f, std::chrono::seconds limit = std::chrono::seconds(30)) {
+bool ready_within(std::future<T>& f, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
     return f.wait_for(limit) == std::future_status::ready;
 }
 
