@@ -72,8 +72,9 @@ peer() { local v=RDMACM_PEER_ADDR_$1; echo "${!v}"; }
 
 for d in $devices; do link-fault "$d" netem loss 1% delay 20ms || exit 2; done
 sysctl -qw net.ipv4.tcp_retries2=5
-# seconds FROM TO: TO - FROM (times as date +%s.%N prints them), to a tenth; since FILE:
-# the seconds since the time FILE holds; under SECONDS LIMIT: whether SECONDS < LIMIT.
+# seconds FROM TO: TO - FROM (times as date +%s.%N prints them), to a tenth; since FILE and
+# since_time TIME: the seconds since the time FILE holds, or since TIME; under SECONDS
+# LIMIT: whether SECONDS < LIMIT.
 seconds() { awk -v c="$1" -v e="$2" 'BEGIN {printf "%.1f", e - c}'; }
 since() { since_time "$(cat "$1")"; }
 since_time() { seconds "$1" "$(date +%s.%N)"; }
