@@ -4,7 +4,8 @@
 // or a waiting write cancelled loses nothing; a peer that closes is a reset, not a hang; a
 // peer that does not speak the protocol is refused; Asio's composed reads run over it; small
 // writes wait while a small message is in flight (Nagle's rule), a big write's tail does not;
-// the keep-alive's probes tell a reader of a peer gone and are invisible to the peer.
+// the keep-alive's probes tell a reader of a peer gone and are invisible to the peer; a
+// polling stream polls on between reads, not woken per message.
 #include "support/faults.hpp"
 #include "support/stream_pair.hpp"
 
@@ -16,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <array>
 #include <atomic>
 #include <fstream>
 #include <functional>
@@ -398,6 +400,38 @@ BOOST_AUTO_TEST_CASE(small_writes_made_while_a_small_message_is_in_flight_wait_f
             p.server.close();
         }
     }
+}
+
+// Adaptive polling (stream_options::poll_for) polls on between reads: the receives the
+// stream keeps posted for the peer's messages may complete while no operation waits, so a
+// message arriving then is polled, not woken for. (Before the fix each reader slept once
+// no operation waited: a wake-up per message, as event-driven — 40 here.)
+BOOST_FIXTURE_TEST_CASE(a_polling_stream_polls_on_while_no_operation_waits, stream_fixture) {
+    run(
+        ctx,
+        [&]() -> awaitable<void> {
+            const stream_options polling{.poll_for = 10s}; // (far beyond the test's pauses)
+            stream_pair p(ctx, polling, polling);
+            co_await p.open();
+            std::array<char, 8> out{'m', 'e', 's', 's', 'a', 'g', 'e', '!'}, in{};
+            auto message = [&](stream& from, stream& to) -> awaitable<void> {
+                co_await asio::async_write(from, asio::buffer(out), use_awaitable);
+                co_await asio::async_read(to, asio::buffer(in), use_awaitable);
+            };
+            co_await message(p.client, p.server); // (wakes both readers: they poll from here)
+            co_await message(p.server, p.client);
+            const int before = faults::calls("ibv_get_cq_event");
+            for (int i = 0; i < 20; ++i) {
+                co_await sleep_for(10ms); // no operation waits: only the stream's receives are posted
+                co_await message(i % 2 ? p.server : p.client, i % 2 ? p.client : p.server);
+            }
+            const int woken = faults::calls("ibv_get_cq_event") - before;
+            BOOST_TEST(woken <= 2, woken << " wake-ups for 20 messages, each sent after a pause");
+            BOOST_TEST((in == out));
+            p.client.close();
+            p.server.close();
+        }(),
+        60s);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_peer_that_does_not_speak_the_protocol_is_refused, stream_fixture) {

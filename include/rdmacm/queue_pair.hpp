@@ -37,15 +37,18 @@ struct queue_pair_options {
     /// Positive (adaptive polling): after a wake-up the thread polls the queue
     /// (`ibv_poll_cq`, no system call) in slices of 50 µs, running the context's other
     /// handlers — CM events, timers, other queue pairs — between slices, until no
-    /// completion has come for `poll_for` or no operation is outstanding; then it re-arms
-    /// the queue and sleeps. `busy_polling`: until no operation is outstanding (a receive
-    /// always posted, as a receive pool keeps: for the connection's life).
+    /// completion has come for `poll_for` or nothing is posted that could complete (the
+    /// receives a `receive_pool` or a `stream` keeps posted count: the peer's next message
+    /// is polled for between reads); then it re-arms the queue and sleeps. `busy_polling`:
+    /// until no operation is outstanding (a receive always awaited: for the connection's
+    /// life; a pool's or a stream's receives alone do not hold it, so that run() returns).
     ///
     /// The trade: a polling thread is 100 % busy while it polls — one core per polling
     /// context, not per queue pair — for the latency of a poll instead of a wake-up
     /// (bench/perftest_compare.sh prints both modes next to perftest's). The run() of a
     /// polling context does not block between slices (the reactor is asked with a zero
-    /// timeout); it returns as it would once no work is left.
+    /// timeout); it returns as it would once no work is left — for an adaptive poller with
+    /// receives posted, once it has been idle for `poll_for` and sleeps.
     std::chrono::nanoseconds poll_for{0};
     /// Buffers one send or RDMA write gathers from, or one RDMA read scatters into (the
     /// read also within the device's `max_sge_rd`: siw's is 1); at least 1, at most 32 used.

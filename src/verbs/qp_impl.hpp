@@ -129,6 +129,7 @@ private:
         bool current;     // `by` is the queue pair's poller, and the queue pair open
         bool found;       // the queue held completions
         bool outstanding; // an operation waits (busy_now: not a pool's standing receives alone)
+        bool posted;      // a work request is posted, standing ones too: something may complete
         bool unarmed;     // an arm the device refused: no event will wake the queue pair
     };
 

@@ -367,6 +367,7 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
         }
         result.current = &by == poller_.get();
         result.outstanding = busy_now(); // (a spin for standing receives alone would hold run())
+        result.posted = !outstanding_.empty();
         result.unarmed = !armed && result.current;
         // Closed, every pass hands over at once, held ones first: a close() with nothing to
         // flush let go of the reader (and of held_), and these completed before it, so they
@@ -464,8 +465,13 @@ void qp_impl::spin(const std::shared_ptr<poller>& by) {
             now = clock::now();
             if (!r.current) break;
             if (r.found) by->last_found = now;
-            // (What this pass handed over may have posted more: looked at in the next.)
-            if ((!r.found && !r.outstanding) || now - by->last_found >= poll_for_) {
+            // (What this pass handed over may have posted more: looked at in the next.) An
+            // adaptive poller polls on while anything is posted: a stream's or a pool's
+            // receives, posted for the peer's next message, complete with no operation
+            // waiting in between reads (it slept there: each message cost a wake-up). A busy
+            // one stops once nothing waits, or run() would never return while they are posted.
+            const bool may_complete = poll_for_ == busy_polling ? r.outstanding : r.posted;
+            if ((!r.found && !may_complete) || now - by->last_found >= poll_for_) {
                 sleep(by);
                 break;
             }
