@@ -1,5 +1,5 @@
 // stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE [ACK_TIMEOUT]]]
-// stream_bench server|client ADDRESS PORT SIZE COUNT tcp|nodelay
+// stream_bench server|client ADDRESS PORT SIZE COUNT tcp|nodelay|many
 // rdmacm::stream measured the way rdma-core's rstream measures rsockets (and TCP, `rstream
 // -T s`), for bench/stream_compare.sh to print beside them from the same run: after a
 // 16-byte exchange, the client writes COUNT transfers of SIZE bytes, then reads COUNT back;
@@ -11,7 +11,9 @@
 // stream_options::ack_timeout (tests/pair/faults.sh: a writer's detection of a crashed
 // peer follows it). `nodelay`: event-driven, each write sent at once
 // (stream_options::no_delay; by default small writes made while a message is in flight
-// wait for it, Nagle's rule). `tcp`: the
+// wait for it, Nagle's rule). `many`: event-driven, with the sizes the stream had by
+// default until 2026-12-07, 16 receives and send buffers of 16 KiB (the same memory as
+// today's 4 of 64 KiB). `tcp`: the
 // same code over Asio's own TCP socket (no delay), on the device's address: what Asio's
 // operations cost, without RDMA.
 #include "connected.hpp"
@@ -71,14 +73,16 @@ asio::awaitable<void> run(Stream& s, test t) {
 int main(int argc, char** argv) {
     if (argc < 6 || argc > 9 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
         std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE "
-                     "[ACK_TIMEOUT]] | tcp | nodelay]\n";
+                     "[ACK_TIMEOUT]] | tcp | nodelay | many]\n";
         return 2;
     }
     const test t{std::stoul(argv[4]), std::stoul(argv[5]), std::string(argv[1]) == "client"};
     const std::string mode = argc >= 7 ? argv[6] : "0";
-    const bool over_tcp = argc == 7 && mode == "tcp", no_delay = argc == 7 && mode == "nodelay";
-    rdmacm::stream_options options{.no_delay = no_delay,
-                                   .poll_for = std::chrono::microseconds(over_tcp || no_delay ? 0 : std::stoi(mode))};
+    const bool over_tcp = argc == 7 && mode == "tcp", no_delay = argc == 7 && mode == "nodelay",
+               many = argc == 7 && mode == "many";
+    rdmacm::stream_options options{
+        .no_delay = no_delay, .poll_for = std::chrono::microseconds(over_tcp || no_delay || many ? 0 : std::stoi(mode))};
+    if (many) options.depth = options.send_depth = 16, options.message_size = 16384;
     if (argc >= 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
     if (argc == 9) options.ack_timeout = static_cast<std::uint8_t>(std::stoul(argv[8]));
     return bench::run_connected({"stream_bench", t.client, asio::ip::make_address(argv[2]),

@@ -335,18 +335,21 @@ void until_quiet(const ibv_cq* cq) {
 // flight; the server, on a context of its own, reads meanwhile.
 // - Nine more writes of 64 bytes made then do not reach the server while it is held (with
 //   no_delay they do); released, they arrive, all 640 bytes once, in order.
-// - A write of 20,000 bytes (more than a message: a full one and a tail) with no small
+// - A write of 100,000 bytes (more than a message: a full one and a tail) with no small
 //   message in flight reaches the server whole while the client is held: its tail does
 //   not wait for the full one's completion (Minshall's variant).
 BOOST_AUTO_TEST_CASE(small_writes_made_while_a_small_message_is_in_flight_wait_for_it) {
     for (const bool no_delay : {false, true}) {
         BOOST_TEST_CONTEXT("no_delay " << no_delay) {
             // (Before the contexts: handlers left when a check fails use them until the end.)
-            const std::string x = "x", big(20000, 'z');
-            std::string sent, got(640, '\0'), got_x(1, '\0'), got_big(20000, '\0');
+            // (big: a full message and a tail, at the default message size)
+            const std::string x = "x", big(100000, 'z');
+            std::string sent, got(640, '\0'), got_x(1, '\0'), got_big(big.size(), '\0');
             std::atomic<int> written{0};
             context_threads t(2); // 0: the client; 1: the listener and the server
-            stream_pair p(t[1], t[0], {}, {.no_delay = no_delay});
+            // Room for every write at once — 16 receives at the server, 16 send buffers at the
+            // client — so that only Nagle's rule holds any of them back.
+            stream_pair p(t[1], t[0], {.depth = 16}, {.send_depth = 16, .no_delay = no_delay});
             auto opened = asio::co_spawn(t[1], p.open(), asio::use_future);
             BOOST_TEST_REQUIRE(ready_within(opened, 30s), "not connected in 30 s");
             opened.get();
