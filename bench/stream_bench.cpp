@@ -80,8 +80,9 @@ int main(int argc, char** argv) {
     const std::string mode = argc >= 7 ? argv[6] : "0";
     const bool over_tcp = argc == 7 && mode == "tcp", no_delay = argc == 7 && mode == "nodelay",
                many = argc == 7 && mode == "many";
-    rdmacm::stream_options options{
-        .no_delay = no_delay, .poll_for = std::chrono::microseconds(over_tcp || no_delay || many ? 0 : std::stoi(mode))};
+    rdmacm::stream_options options{.no_delay = no_delay,
+                                   .poll_for =
+                                       std::chrono::microseconds(over_tcp || no_delay || many ? 0 : std::stoi(mode))};
     if (many) options.depth = options.send_depth = 16, options.message_size = 16384;
     if (argc >= 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
     if (argc == 9) options.ack_timeout = static_cast<std::uint8_t>(std::stoul(argv[8]));
