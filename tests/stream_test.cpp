@@ -5,7 +5,7 @@
 // peer that does not speak the protocol is refused; Asio's composed reads run over it; small
 // writes wait while a small message is in flight (Nagle's rule), a big write's tail does not;
 // the keep-alive's probes tell a reader of a peer gone and are invisible to the peer; a
-// polling stream polls on between reads, not woken per message.
+// polling stream polls on between reads, not woken per message, and sleeps once idle.
 #include "support/faults.hpp"
 #include "support/stream_pair.hpp"
 
@@ -348,8 +348,10 @@ BOOST_AUTO_TEST_CASE(small_writes_made_while_a_small_message_is_in_flight_wait_f
             std::atomic<int> written{0};
             context_threads t(2); // 0: the client; 1: the listener and the server
             // Room for every write at once — 16 receives at the server, 16 send buffers at the
-            // client — so that only Nagle's rule holds any of them back.
-            stream_pair p(t[1], t[0], {.depth = 16}, {.send_depth = 16, .no_delay = no_delay});
+            // client — so that only Nagle's rule holds any of them back; messages of 64 KiB
+            // (big's full one and its tail).
+            stream_pair p(t[1], t[0], {.depth = 16, .message_size = 65536},
+                          {.message_size = 65536, .send_depth = 16, .no_delay = no_delay});
             auto opened = asio::co_spawn(t[1], p.open(), asio::use_future);
             BOOST_TEST_REQUIRE(ready_within(opened, 30s), "not connected in 30 s");
             opened.get();
@@ -431,6 +433,31 @@ BOOST_FIXTURE_TEST_CASE(a_polling_stream_polls_on_while_no_operation_waits, stre
             const int woken = faults::calls("ibv_get_cq_event") - before;
             BOOST_TEST(woken <= 2, woken << " wake-ups for 20 messages, each sent after a pause");
             BOOST_TEST((in == out));
+            p.client.close();
+            p.server.close();
+        }(),
+        60s);
+}
+
+// ... and sleeps once idle for poll_for, its keep-alive notwithstanding: a probe is made
+// because nothing happens, and its completion does not keep the poller polling (it did: a
+// stream polling for longer than its probe interval never slept). Asleep, the poller is
+// woken by each probe's completion, counted here; polling, it would need none.
+BOOST_FIXTURE_TEST_CASE(an_idle_polling_stream_sleeps_between_its_keep_alive_probes, stream_fixture) {
+    run(
+        ctx,
+        [&]() -> awaitable<void> {
+            const stream_options o{.poll_for = 300ms, .keep_alive = 50ms};
+            stream_pair p(ctx, o, o);
+            co_await p.open();
+            std::array<char, 1> out{'x'}, in{};
+            co_await asio::async_write(p.client, asio::buffer(out), use_awaitable); // (both polling)
+            co_await asio::async_read(p.server, asio::buffer(in), use_awaitable);
+            co_await sleep_for(600ms); // idle for twice poll_for: asleep by now
+            const int before = faults::calls("ibv_get_cq_event");
+            co_await sleep_for(1000ms); // about 20 probes from each side
+            const int woken = faults::calls("ibv_get_cq_event") - before;
+            BOOST_TEST(woken >= 10, woken << " wake-ups in 1 s of probes every 50 ms from each side: still polling");
             p.client.close();
             p.server.close();
         }(),

@@ -37,7 +37,11 @@ struct stream_options {
     /// message in flight, go at once. True: each write goes at once, as the peer's window
     /// allows.
     bool no_delay = false;
-    /// As `queue_pair_options::poll_for`: zero, event-driven; positive, adaptive polling.
+    /// As `queue_pair_options::poll_for`: zero, event-driven; positive, adaptive polling —
+    /// after a wake-up the context's thread polls until no message or completion has come
+    /// for `poll_for`, also between reads (the stream's receives stay posted), while its
+    /// keep-alive's probes do not keep it polling. `busy_polling` polls only while an
+    /// operation waits: between reads it sleeps.
     std::chrono::nanoseconds poll_for{0};
     /// How long each of the connect's two resolutions may take (`connect_options`).
     std::chrono::milliseconds resolve_timeout{2000};

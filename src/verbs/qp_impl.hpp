@@ -13,7 +13,8 @@
 //
 // Polling mode (queue_pair_options::poll_for): the current poller, once woken, goes on
 // polling in slices posted to its strand (no system call per completion), and re-arms the
-// queue and sleeps only when it has been idle long enough or nothing is outstanding.
+// queue and sleeps only when it has been idle long enough or nothing can complete (adaptive:
+// nothing posted; busy: no operation awaited).
 #include "verbs/completion_channel.hpp"
 #include "cm/id_impl.hpp"
 #include "common/passkey.hpp"
@@ -127,7 +128,7 @@ private:
     };
     struct pass_result {
         bool current;     // `by` is the queue pair's poller, and the queue pair open
-        bool found;       // the queue held completions
+        bool found;       // the queue held completions other than a standing send's (see poll)
         bool outstanding; // an operation waits (busy_now: not a pool's standing receives alone)
         bool posted;      // a work request is posted, standing ones too: something may complete
         bool unarmed;     // an arm the device refused: no event will wake the queue pair
@@ -142,6 +143,7 @@ private:
         std::uint64_t wr_id;
         std::uint32_t bytes;
         ibv_wc_status status;
+        bool received; // a receive's (the opcode: valid when the status is success)
     };
     pass_result poll(poller& by, pass p); // on the strand of `by`
     // A pass after an event (or asked for), on `by`'s strand; in polling mode it then spins

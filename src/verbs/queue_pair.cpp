@@ -341,10 +341,15 @@ qp_impl::pass_result qp_impl::poll(poller& by, pass p) {
         const bool armed = p != pass::arm || res.events.arm(res.cq); // (armed already, unread: nothing to do)
         int n;
         while ((n = ibv_poll_cq(res.cq, poll_batch, wc.data())) > 0)
-            for (int i = 0; i < n; ++i) polled.push_back({wc[i].wr_id, wc[i].byte_len, wc[i].status});
-        result.found = !polled.empty();
+            for (int i = 0; i < n; ++i)
+                polled.push_back({wc[i].wr_id, wc[i].byte_len, wc[i].status, (wc[i].opcode & IBV_WC_RECV) != 0});
         std::lock_guard lock(mutex_);
         for (const auto& c : polled) {
+            // What keeps a poller polling: the peer's messages, operations somebody waits for,
+            // failures — not a standing send's success (a stream's keep-alive probe, made
+            // because the connection is idle: counted, a stream polling for longer than its
+            // probe interval would never sleep).
+            result.found = result.found || c.received || c.status != IBV_WC_SUCCESS || !outstanding_.standing(c.wr_id);
             auto h = outstanding_.take(c.wr_id);
             if (!h) continue; // aborted by close()
             error_code ec;
@@ -419,8 +424,10 @@ void qp_impl::cq_event(const completion_reader& by) {
 // a system call on some devices (rxe), not after it.
 void qp_impl::wake(const std::shared_ptr<poller>& by) {
     try {
-        poll(*by, pass::only_poll);
-        if (!polling()) {
+        // A pass that found nothing to poll on for (a keep-alive probe's completion, a new
+        // poller's first look) puts a poller that is not spinning back to sleep.
+        const bool found = poll(*by, pass::only_poll).found;
+        if (!polling() || (!found && !by->spinning)) {
             sleep(by);
             return;
         }
@@ -450,8 +457,8 @@ bool qp_impl::wake_later(const std::shared_ptr<poller>& current) {
 
 // A slice of polling: until it has taken spin_slice, then the next slice is posted behind
 // the context's other handlers — or, once the queue has been idle for poll_for_ or nothing
-// is outstanding (nothing can complete), to sleep: re-armed, the next completion wakes the
-// reader. A poller the queue pair has left (moved, closed) stops.
+// can complete, to sleep: re-armed, the next completion wakes the reader. A poller the
+// queue pair has left (moved, closed) stops.
 void qp_impl::spin(const std::shared_ptr<poller>& by) {
     using clock = std::chrono::steady_clock;
     auto go_on = [&] {

@@ -44,6 +44,11 @@ public:
 
     // Whether `wr_id` waits (posted, not taken).
     bool contains(std::uint64_t wr_id) const noexcept { return find(wr_id) != nullptr; }
+    // Whether `wr_id` waits, inserted standing.
+    bool standing(std::uint64_t wr_id) const noexcept {
+        const slot* s = find(wr_id);
+        return s && s->standing;
+    }
 
     // The handler of `wr_id`, taken out; empty if it is not waiting (taken already).
     std::optional<Handler> take(std::uint64_t wr_id) {
