@@ -4,7 +4,8 @@
 // would end an iWARP connection), no state is stuck with data still to go (each writer's
 // data sent, each reader's read), and messages of credits alone are not sent back and forth
 // without end. Defects put back (no reserve, a threshold of one, a threshold beyond the data
-// window) are each found. No I/O.
+// window) are each found; and a request and its response a turn send no message of credits
+// alone. No I/O.
 #include "stream/stream_credits.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -189,6 +190,50 @@ BOOST_AUTO_TEST_CASE(each_defect_put_back_is_found) {
         BOOST_TEST_MESSAGE(d.what << ": " << r.violation.value_or("none found") << " (" << r.states << " states)");
         BOOST_TEST((r.violation && r.violation->find(d.expected) != std::string::npos),
                    d.what << ": expected \"" << d.expected << "\", got " << r.violation.value_or("none"));
+    }
+}
+
+// What the stream's rules cost a request and its response: two sides taking turns, each
+// reading the other's message, then writing one. After the opening — the client's message
+// of credits alone, arriving with its first request, both taken in before the server
+// answers — no message of credits alone goes: each side's data tells of its freed
+// receives. A side takes in two messages a turn once its peer sends credits alone (the
+// peer's data and its credits): at a threshold of two those make the next due, and each
+// side answers the other's every turn, twice the messages (depth 4 did, before its
+// threshold was three). Depth 3, the least, cannot help it: its window of two is told at
+// two.
+BOOST_AUTO_TEST_CASE(a_request_and_its_response_each_turn_send_no_credits_alone) {
+    for (std::uint32_t depth = 4; depth <= 16; ++depth) {
+        const auto rules = stream_credit_rules::for_depth(depth);
+        stream_credits client(rules, depth), server(rules, depth);
+        std::uint32_t credits_alone = 0;
+        // `from` sends its message of credits alone if one is due; `to` takes it in.
+        auto credits_if_due = [&](stream_credits& from, stream_credits& to) {
+            if (!from.credits_due()) return;
+            ++credits_alone;
+            to.heard(from.sent());
+            to.reposted();
+        };
+        const std::uint32_t opening = client.sent(); // the client's first message
+        const std::uint32_t first = client.sent();   // its first request, right behind it
+        server.heard(opening);
+        server.reposted();
+        server.heard(first);
+        server.reposted();           // (read)
+        client.heard(server.sent()); // the server's answer: credits alone
+        client.reposted();
+        for (int turn = 0; turn < 100; ++turn) {
+            BOOST_TEST_REQUIRE(server.may_send_data());
+            client.heard(server.sent()); // the response
+            client.reposted();
+            credits_if_due(client, server);
+            BOOST_TEST_REQUIRE(client.may_send_data());
+            server.heard(client.sent()); // the next request
+            server.reposted();
+            credits_if_due(server, client);
+        }
+        BOOST_TEST(credits_alone == 0,
+                   "depth " << depth << ": " << credits_alone << " messages of credits alone in 100 turns");
     }
 }
 

@@ -21,10 +21,14 @@ struct stream_credit_rules {
     std::uint32_t threshold; // freed receives not yet told of that make a message of credits alone due
     friend auto operator<=>(const stream_credit_rules&, const stream_credit_rules&) = default;
     // The stream's rules for `depth` receives (at least 3): a reserve of one, told at half
-    // the data window (never at one: see credits_due).
+    // the data window — never at one (see credits_due), and at three at least where the
+    // window allows: a side taking turns with its peer (a request, then its response) takes
+    // in two messages a turn once the peer sends credits alone, and two would make its next
+    // message of credits alone due, every turn (tests/stream_credits_explorer_test.cpp).
     static constexpr stream_credit_rules for_depth(std::uint32_t depth) noexcept {
         const std::uint32_t window = depth - 1;
-        return {depth, 1, window / 2 > 2 ? window / 2 : 2};
+        const std::uint32_t least = window < 3 ? 2 : 3;
+        return {depth, 1, window / 2 > least ? window / 2 : least};
     }
 };
 
