@@ -160,7 +160,7 @@ std::string name(stream_credit_rules r) {
 } // namespace
 
 // The rules the stream uses, and every depth from 2 to 5 with them: a reserve of one, a
-// threshold of half the data window (at least two).
+// threshold of half the data window (at least three where the window allows, else two).
 BOOST_AUTO_TEST_CASE(no_interleaving_deadlocks_overruns_or_sends_credits_without_end) {
     for (std::uint32_t depth = 2; depth <= 5; ++depth) {
         const std::uint32_t window = depth - 1;
@@ -195,9 +195,8 @@ BOOST_AUTO_TEST_CASE(each_defect_put_back_is_found) {
 
 // What the stream's rules cost a request and its response: two sides taking turns, each
 // reading the other's message, then writing one. After the opening — the client's message
-// of credits alone, arriving with its first request, both taken in before the server
-// answers — no message of credits alone goes: each side's data tells of its freed
-// receives. A side takes in two messages a turn once its peer sends credits alone (the
+// of credits alone, answered by the server as it arrives, then the client's first request
+// — no message of credits alone goes: each side's data tells of its freed receives. A side takes in two messages a turn once its peer sends credits alone (the
 // peer's data and its credits): at a threshold of two those make the next due, and each
 // side answers the other's every turn, twice the messages (depth 4 did, before its
 // threshold was three). Depth 3, the least, cannot help it: its window of two is told at
@@ -218,10 +217,10 @@ BOOST_AUTO_TEST_CASE(a_request_and_its_response_each_turn_send_no_credits_alone)
         const std::uint32_t first = client.sent();   // its first request, right behind it
         server.heard(opening);
         server.reposted();
-        server.heard(first);
-        server.reposted();           // (read)
-        client.heard(server.sent()); // the server's answer: credits alone
+        client.heard(server.sent()); // the server's answer, as the opening arrives: credits alone
         client.reposted();
+        server.heard(first);
+        server.reposted(); // (read)
         for (int turn = 0; turn < 100; ++turn) {
             BOOST_TEST_REQUIRE(server.may_send_data());
             client.heard(server.sent()); // the response
