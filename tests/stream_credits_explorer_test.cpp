@@ -196,11 +196,11 @@ BOOST_AUTO_TEST_CASE(each_defect_put_back_is_found) {
 // What the stream's rules cost a request and its response: two sides taking turns, each
 // reading the other's message, then writing one. After the opening — the client's message
 // of credits alone, answered by the server as it arrives, then the client's first request
-// — no message of credits alone goes: each side's data tells of its freed receives. A side takes in two messages a turn once its peer sends credits alone (the
-// peer's data and its credits): at a threshold of two those make the next due, and each
-// side answers the other's every turn, twice the messages (depth 4 did, before its
-// threshold was three). Depth 3, the least, cannot help it: its window of two is told at
-// two.
+// — no message of credits alone goes: each side's data tells of its freed receives. A
+// side takes in two messages a turn once its peer sends credits alone (the peer's data and
+// its credits): at a threshold of two those make the next due, and each side answers the
+// other's every turn, twice the messages (depth 4 did, before its threshold was three).
+// Depth 3, the least, cannot help it: its window of two is told at two.
 BOOST_AUTO_TEST_CASE(a_request_and_its_response_each_turn_send_no_credits_alone) {
     for (std::uint32_t depth = 4; depth <= 16; ++depth) {
         const auto rules = stream_credit_rules::for_depth(depth);
