@@ -83,7 +83,10 @@ int main(int argc, char** argv) {
     rdmacm::stream_options options{.no_delay = no_delay,
                                    .poll_for =
                                        std::chrono::microseconds(over_tcp || no_delay || many ? 0 : std::stoi(mode))};
-    if (many) options.depth = options.send_depth = 16, options.message_size = 16384;
+    if (many) {
+        options.depth = options.send_depth = 16;
+        options.message_size = 16384;
+    }
     if (argc >= 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
     if (argc == 9) options.ack_timeout = static_cast<std::uint8_t>(std::stoul(argv[8]));
     return bench::run_connected({"stream_bench", t.client, asio::ip::make_address(argv[2]),
