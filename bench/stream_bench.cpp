@@ -1,4 +1,4 @@
-// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE [ACK_TIMEOUT]]]
+// stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [RING_SIZE [ACK_TIMEOUT]]]
 // stream_bench server|client ADDRESS PORT SIZE COUNT tcp|nodelay|many
 // rdmacm::stream measured the way rdma-core's rstream measures rsockets (and TCP, `rstream
 // -T s`), for bench/stream_compare.sh to print beside them from the same run: after a
@@ -7,13 +7,12 @@
 // Gb/s counting both directions, and microseconds per transfer (time / (2 COUNT)). Run the
 // server first, then the client with the same SIZE and COUNT. POLL_US:
 // stream_options::poll_for in microseconds (0, the default: event-driven; rsockets polls
-// for a while before it sleeps); MESSAGE_SIZE: stream_options::message_size; ACK_TIMEOUT:
+// for a while before it sleeps); RING_SIZE: stream_options::ring_size; ACK_TIMEOUT:
 // stream_options::ack_timeout (tests/pair/faults.sh: a writer's detection of a crashed
 // peer follows it). `nodelay`: event-driven, each write sent at once
 // (stream_options::no_delay; by default small writes made while a message is in flight
-// wait for it, Nagle's rule). `many`: event-driven, with the sizes the stream had by
-// default until 2026-12-07, 16 receives and send buffers of 16 KiB (the same memory as
-// today's 4 of 64 KiB). `tcp`: the
+// wait for it, Nagle's rule). `many`: event-driven, with 16 messages in flight each way
+// (`depth` and `send_depth`; the stream had 16 by default until 2026-12-07, 4 since). `tcp`: the
 // same code over Asio's own TCP socket (no delay), on the device's address: what Asio's
 // operations cost, without RDMA.
 #include "connected.hpp"
@@ -83,11 +82,8 @@ int main(int argc, char** argv) {
     rdmacm::stream_options options{.no_delay = no_delay,
                                    .poll_for =
                                        std::chrono::microseconds(over_tcp || no_delay || many ? 0 : std::stoi(mode))};
-    if (many) {
-        options.depth = options.send_depth = 16;
-        options.message_size = 16384;
-    }
-    if (argc >= 8) options.message_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
+    if (many) options.depth = options.send_depth = 16;
+    if (argc >= 8) options.ring_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
     if (argc == 9) options.ack_timeout = static_cast<std::uint8_t>(std::stoul(argv[8]));
     return bench::run_connected({"stream_bench", t.client, asio::ip::make_address(argv[2]),
                                  static_cast<unsigned short>(std::stoi(argv[3])), over_tcp, options},

@@ -294,7 +294,7 @@ BOOST_FIXTURE_TEST_CASE(the_keep_alive_s_probes_are_invisible_to_the_peer, strea
     for (const auto every : {20ms, 0ms}) {
         BOOST_TEST_CONTEXT("keep-alive " << every.count() << " ms") {
             run(ctx, [&]() -> awaitable<void> {
-                const stream_options options{.depth = 3, .message_size = 512, .send_depth = 2, .keep_alive = every};
+                const stream_options options{.depth = 3, .ring_size = 1024, .send_depth = 2, .keep_alive = every};
                 stream_pair p(ctx, options, options);
                 co_await p.open();
                 co_await asio::async_write(p.client, asio::buffer(std::string("hello")), use_awaitable);
@@ -342,16 +342,16 @@ BOOST_AUTO_TEST_CASE(small_writes_made_while_a_small_message_is_in_flight_wait_f
     for (const bool no_delay : {false, true}) {
         BOOST_TEST_CONTEXT("no_delay " << no_delay) {
             // (Before the contexts: handlers left when a check fails use them until the end.)
-            // (big: a full message and a tail, at the default message size)
+            // (big: a full message and a tail, with the rings below)
             const std::string x = "x", big(100000, 'z');
             std::string sent, got(640, '\0'), got_x(1, '\0'), got_big(big.size(), '\0');
             std::atomic<int> written{0};
             context_threads t(2); // 0: the client; 1: the listener and the server
-            // Room for every write at once — 16 receives at the server, 16 send buffers at the
-            // client — so that only Nagle's rule holds any of them back; messages of 64 KiB
-            // (big's full one and its tail).
-            stream_pair p(t[1], t[0], {.depth = 16, .message_size = 65536},
-                          {.message_size = 65536, .send_depth = 16, .no_delay = no_delay});
+            // Room for every write at once — 16 receives at the server, 16 messages in flight
+            // from the client — so that only Nagle's rule holds any of them back; rings of
+            // 128 KiB, full messages of 64 KiB (big's full one and its tail).
+            stream_pair p(t[1], t[0], {.depth = 16, .ring_size = 131072},
+                          {.ring_size = 131072, .send_depth = 16, .no_delay = no_delay});
             auto opened = asio::co_spawn(t[1], p.open(), asio::use_future);
             BOOST_TEST_REQUIRE(ready_within(opened, 30s), "not connected in 30 s");
             opened.get();
@@ -694,22 +694,30 @@ BOOST_FIXTURE_TEST_CASE(streams_a_shard_pool_serves_move_between_shards_mid_tran
     }
 }
 
-// Bad input from a peer that is not a stream: a hello of another version is refused at the
-// accept (the client is rejected); the right hello followed by a message that is not the
-// protocol's fails the server's read with errc::protocol_error. Nothing crashes, hangs or
-// is left behind.
+// Bad input from a peer that is not a stream: a hello of an older version (1: the data in
+// the messages) or a newer one is refused at the accept (the client is rejected); the right
+// hello followed by a message that is not the protocol's fails the server's read with
+// errc::protocol_error. Nothing crashes, hangs or is left behind.
 BOOST_FIXTURE_TEST_CASE(a_peer_speaking_another_version_or_garbage_gets_a_clear_error, stream_fixture) {
     run(ctx, [&]() -> awaitable<void> {
         listener l(ctx);
         l.bind(device_endpoint());
         l.listen();
-        for (const std::uint8_t version : {std::uint8_t{2}, std::uint8_t{1}}) {
+        for (const std::uint8_t version : {std::uint8_t{1}, std::uint8_t{3}, std::uint8_t{2}}) {
             stream server(ctx);
             cm_id raw(ctx);
-            // 'A' 'R', the version, 0, depth 4 and message size 64, little-endian.
-            const std::array<std::byte, 12> hello{std::byte{'A'}, std::byte{'R'}, std::byte{version}, std::byte{0},
-                                                  std::byte{4},   std::byte{0},   std::byte{0},       std::byte{0},
-                                                  std::byte{64},  std::byte{0},   std::byte{0},       std::byte{0}};
+            // 'A' 'R', the version, 0, then version 1's depth 4 and message size 64; or version
+            // 2's depth 4, a ring of 1,024 bytes (its address and key never used: the server
+            // writes nothing before the client's first message, and this one is garbage).
+            std::vector<std::byte> hello{std::byte{'A'}, std::byte{'R'}, std::byte{version}, std::byte{0},
+                                         std::byte{4},   std::byte{0},   std::byte{0},       std::byte{0}};
+            if (version == 1)
+                hello.insert(hello.end(), {std::byte{64}, std::byte{0}, std::byte{0}, std::byte{0}});
+            else
+                hello.insert(hello.end(),
+                             {std::byte{0}, std::byte{4}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0},
+                              std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0},
+                              std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}});
             std::array<std::byte, 8> garbage{};
             garbage.fill(std::byte{'g'});
             auto accept = [&]() -> awaitable<error_code> {
@@ -731,7 +739,7 @@ BOOST_FIXTURE_TEST_CASE(a_peer_speaking_another_version_or_garbage_gets_a_clear_
                 co_return ec;
             };
             auto [accepted, connected] = co_await (accept() && connect());
-            if (version == 2) {
+            if (version != 2) {
                 BOOST_TEST((accepted == errc::protocol_error), accepted.message());
                 BOOST_TEST((connected == errc::rejected), connected.message());
                 continue;

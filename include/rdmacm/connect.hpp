@@ -128,6 +128,8 @@ struct connect_op {
         case 1: return id.async_resolve_route(options.resolve_timeout, std::move(self));
         default:
             if ((ec = attach.before_connect(id))) return attach.complete(self, id, ec);
+            // (A stream's hello tells of the ring made just now: attach_stream, stream.hpp.)
+            if constexpr (requires { attach.params(); }) params = owned_conn_params(attach.params());
             return id.async_connect(params.view(), std::move(self));
         }
     }

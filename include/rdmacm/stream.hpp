@@ -23,12 +23,13 @@ namespace rdmacm {
 namespace detail {
 
 // What the composed connect (connect.hpp) does around its steps for a stream: the id made
-// on the stream's context, the queue pair and the stream's receives before the connect, the
-// server's hello read from ESTABLISHED.
+// on the stream's context, the queue pair, rings and receives before the connect (the hello
+// tells of the ring), the server's hello read from ESTABLISHED.
 struct attach_stream {
     stream_base& stream;
     boost::asio::any_io_executor ex;
     bool made = false; // the id is this operation's: a failure closes what it made
+    std::array<std::byte, stream_hello_size> hello{};
 
     error_code before_resolve(cm_id& id) {
         if (id.is_open() || stream.is_open()) return boost::asio::error::already_open;
@@ -40,7 +41,13 @@ struct attach_stream {
         made = true;
         return {};
     }
-    error_code before_connect(cm_id&) { return stream_access::prepare(stream, stream_role::client); }
+    error_code before_connect(cm_id&) {
+        const error_code ec = stream_access::prepare(stream, stream_role::client);
+        if (!ec) hello = stream_access::hello(stream);
+        return ec;
+    }
+    // The connect's parameters, once prepared.
+    conn_params params() const noexcept { return stream_access::params(stream, hello); }
     template <typename Self>
     void complete(Self& self, cm_id&, error_code ec, const cm_event& ev = {}) {
         if (!ec) ec = stream_access::opened(stream, ev.private_data());
@@ -57,7 +64,6 @@ template <typename Request>
 struct accept_stream_op {
     stream_base& stream;
     Request request;
-    std::array<std::byte, 12> hello;
     enum class step : std::uint8_t { start, accepting, refused } at = step::start;
 
     template <typename Self>
@@ -76,7 +82,7 @@ struct accept_stream_op {
         }
         if (ec) // (never inside the initiating call)
             return boost::asio::post(stream.id().get_executor(), boost::asio::append(std::move(self), ec));
-        const auto mine = hello; // (copied by the initiation, before `self` moves)
+        const auto mine = stream_access::hello(stream); // (its ring, made by take)
         stream.id().async_accept(stream_access::params(stream, mine), std::move(self));
     }
 };
@@ -85,17 +91,18 @@ struct accept_stream_op {
 
 /// A byte stream over one reliable connection: an Asio AsyncReadStream and AsyncWriteStream.
 /// Made unconnected on an execution context; `async_connect` (client) or `async_accept` of a
-/// listener's request (server) opens it. Each side keeps `stream_options::depth` receives
-/// posted and sends messages of up to `message_size` bytes, each only against a receive
-/// the peer said it posted (credits: iWARP ends a connection whose message finds none), so
-/// a writer whose reader is slow waits, nothing lost or overrun.
+/// listener's request (server) opens it. Each side writes its data by RDMA write into a
+/// ring of the peer's (`stream_options::ring_size`), never beyond what the peer has read of
+/// it, and tells of each write by a message, only against a receive the peer said it
+/// posted (`depth`; credits: iWARP ends a connection whose message finds none), so a writer
+/// whose reader is slow waits, nothing lost or overrun.
 ///
 /// **Operations**: one read and one write may be outstanding at once (a second of the same
 /// kind: errc::operation_in_progress). A write completes once its bytes are copied into the
-/// stream's send buffers (`send_depth` of `message_size` bytes), as a socket's write
-/// completes once the kernel has them; they go to the peer as its receives allow, small
-/// writes made meanwhile as one message. A write may write less than asked (a partial
-/// transfer; `asio::async_write` goes on), and waits while the send buffers are full. A read
+/// stream's send ring (`ring_size` bytes), as a socket's write completes once the kernel
+/// has them; they go to the peer as its ring and receives allow, small writes made
+/// meanwhile as one message. A write may write less than asked (a partial transfer;
+/// `asio::async_write` goes on), and waits while the send ring is full. A read
 /// completes with at least one byte; after the peer's `shutdown` and everything it sent
 /// before, with `asio::error::eof`. Empty buffers complete with 0 at once (never inside the
 /// call).
@@ -113,7 +120,7 @@ struct accept_stream_op {
 /// **Cancellation**: a read honours every type: it ends with operation_aborted and loses
 /// nothing (bytes that arrive are left for the next read, also when they came before the
 /// cancellation but after the wait ended). A write honours every type while it waits for
-/// room in the send buffers: it ends with operation_aborted, nothing of it written; a write
+/// room in the send ring: it ends with operation_aborted, nothing of it written; a write
 /// whose bytes were copied completes with their count. The connection is unharmed either way.
 ///
 /// **Closing**: `async_shutdown` (or `shutdown`) sends the end of the data after what was
@@ -166,8 +173,8 @@ public:
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_connect(const endpoint& remote,
                        Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
-        const auto my_hello = hello();
-        const detail::owned_conn_params params(detail::stream_access::params(*this, my_hello));
+        // (The hello, with the ring made before the connect, replaces the empty one there.)
+        const detail::owned_conn_params params(detail::stream_access::params(*this, {}));
         return boost::asio::async_compose<Token, void(error_code)>(
             detail::connect_op<boost::asio::any_io_executor, detail::attach_stream>{
                 id_, remote, {.resolve_timeout = options_.resolve_timeout}, params, {*this, executor_}},
@@ -189,7 +196,7 @@ public:
     auto async_accept(connection_request request,
                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return boost::asio::async_compose<Token, void(error_code)>(
-            detail::accept_stream_op<connection_request>{*this, std::move(request), hello()}, token, executor_);
+            detail::accept_stream_op<connection_request>{*this, std::move(request)}, token, executor_);
     }
 
     /// Accepts a connection a `shard_pool` placed (in `async_serve`'s coroutine, say) and opens
@@ -209,7 +216,7 @@ public:
     auto async_accept(pooled_connection connection,
                       Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return boost::asio::async_compose<Token, void(error_code)>(
-            detail::accept_stream_op<pooled_connection>{*this, std::move(connection), hello()}, token, executor_);
+            detail::accept_stream_op<pooled_connection>{*this, std::move(connection)}, token, executor_);
     }
 
     /// Reads some bytes into `buffers` (at least one, unless they are empty).
@@ -231,7 +238,7 @@ public:
 
     /// Writes some of `buffers` (at least one byte, unless they are empty).
     /// @par Completion Signature
-    /// `void(error_code, std::size_t)`: the bytes copied into the send buffers.
+    /// `void(error_code, std::size_t)`: the bytes copied into the send ring.
     /// @par Errors
     /// `asio::error::connection_reset`, `asio::error::broken_pipe` (after a shutdown),
     /// errc::protocol_error, errc::operation_in_progress, errc::not_open, operation_aborted.

@@ -7,29 +7,28 @@
 namespace rdmacm {
 
 /// The sizes of a `basic_stream`'s connection. Each side tells the other its `depth` and
-/// `message_size` as the connection opens (docs/stream-protocol.md); the two sides' options
-/// need not match.
+/// its ring as the connection opens (docs/stream-protocol.md); the two sides' options need
+/// not match.
 struct stream_options {
     /// Receives kept posted for the peer's messages: how many messages the peer may have on
-    /// the way before this side has read them. At least 3 (one is kept for credits).
+    /// the way before this side has read them. At least 3 (one is kept for credits). Each
+    /// holds only a message's 16 bytes: the data goes into the ring.
     ///
-    /// Few and large by default: a message takes a whole receive however few bytes it
-    /// carries, and the writes made while the peer's window is shut go as one message. With
-    /// 3 messages in flight, a run of small writes goes as a few large messages, each a post,
-    /// a completion and a wake-up on each side; with 15 (16 receives of 16 KiB, the earlier
-    /// defaults, the same memory) most went as a message each, several times slower on one
-    /// host (docs/benchmarks.md: `bench/stream_compare.sh`'s `stream_many` row).
+    /// Few by default: a message, however few bytes it tells of, is a post, a completion
+    /// and a wake-up on each side, and the writes made while the peer's window is shut go as
+    /// one. With 3 messages in flight, a run of small writes goes as a few large messages;
+    /// with 15 most went as a message each, several times slower on one host
+    /// (docs/benchmarks.md: `bench/stream_compare.sh`'s `stream_many` row).
     std::uint32_t depth = 4;
-    /// The longest message this side receives, and the longest it sends (what the peer
-    /// receives, if less), each with its 8-byte header. At least 9. The stream holds
-    /// `depth` receive buffers and `send_depth` send buffers of about this size.
-    std::uint32_t message_size = 65536;
-    /// Send buffers of `message_size` bytes: what writes fill while the peer's receives are
-    /// taken, and messages in flight at most (one more buffer is kept for credits).
+    /// Bytes of each of the stream's two rings: the one the peer writes its data into (by
+    /// RDMA write), and the one this side's writes fill. A message carries up to half the
+    /// smaller of this side's and the peer's. At least 2, at most 2^31.
+    std::uint32_t ring_size = 262144;
+    /// Messages of data this side has in flight at most (one more is kept for credits).
     std::uint32_t send_depth = 4;
     /// As a socket's `TCP_NODELAY`. False (the default): Nagle's rule, as Linux's TCP has
-    /// it (Minshall's variant). While a message that was sent partly full is in flight, a
-    /// write that leaves a message partly full does not send that one yet: the writes after
+    /// it (Minshall's variant). While a message shorter than a full one is in flight, a
+    /// write that leaves a message short does not send that one yet: the writes after
     /// it join it, and it goes once the earlier one completes (over RoCE and InfiniBand,
     /// when the peer's device acknowledged it, with no delayed acknowledgement to wait for;
     /// over iWARP, when TCP took it). Small writes in a row then go as fewer messages, each

@@ -44,22 +44,26 @@ void stream_base::shutdown() noexcept {
     if (impl_) impl_->shutdown(nullptr);
 }
 
-std::array<std::byte, 12> stream_base::hello() const noexcept {
-    return stream_wire::encode({options_.depth, options_.message_size});
+std::array<std::byte, stream_hello_size> stream_base::hello() const noexcept {
+    static_assert(stream_hello_size == stream_wire::hello_size);
+    return impl_ ? stream_wire::encode(impl_->hello()) : std::array<std::byte, stream_hello_size>{};
 }
 
 error_code stream_base::prepare(stream_role role) noexcept {
-    if (options_.depth < stream_wire::min_depth || options_.message_size < stream_wire::min_message_size ||
-        options_.send_depth == 0 || options_.send_depth > std::numeric_limits<std::uint32_t>::max() - 2 ||
+    if (options_.depth < stream_wire::min_depth || options_.ring_size < stream_wire::min_ring_size ||
+        options_.ring_size > stream_wire::max_ring_size || options_.send_depth == 0 ||
+        options_.send_depth > (std::numeric_limits<std::uint32_t>::max() - 2) / 3 ||
         options_.keep_alive < std::chrono::milliseconds::zero() || options_.keep_alive > std::chrono::hours(24) ||
         options_.ack_timeout > owned_conn_params::max_ack_timeout)
         return RDMACM_CALL_ERRNO("stream_options", EINVAL);
     std::shared_ptr<qp_impl> qp;
     try {
-        qp = qp_impl::create(access::impl(id()), {.max_send_wr = options_.send_depth + 2, // (+ control, + a probe)
+        // A data message is up to two writes (the peer's ring wraps) and a send; then the
+        // control message and a probe. A write gathers from two places where the send ring wraps.
+        qp = qp_impl::create(access::impl(id()), {.max_send_wr = 3 * options_.send_depth + 2,
                                                   .max_recv_wr = options_.depth,
                                                   .poll_for = options_.poll_for,
-                                                  .max_send_sge = 1,
+                                                  .max_send_sge = 2,
                                                   .max_recv_sge = 1});
         impl_ = stream_impl::create(qp, role, options_);
     } catch (const boost::system::system_error& e) {

@@ -13,6 +13,7 @@
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace rdmacm::detail {
@@ -36,7 +37,10 @@ std::shared_ptr<stream_impl> stream_impl::create(std::shared_ptr<qp_impl> qp, st
                                                  const stream_options& options) {
     if (!qp || !qp->native()) throw boost::system::system_error(errc::not_open, "stream: its queue pair");
     std::shared_ptr<stream_impl> self(new stream_impl(std::move(qp), role, options));
-    self->received_ = self->make_memory(std::size_t{options.depth} * options.message_size);
+    self->ring_ = self->make_memory(options.ring_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    self->received_ = self->make_memory(std::size_t{options.depth} * stream_wire::header_size);
+    self->send_ring_ = self->make_memory(options.ring_size);
+    self->send_headers_ = self->make_memory((std::size_t{options.send_depth} + 1) * stream_wire::header_size);
     self->qp_->also_tell_when_context_gone(self);
     std::lock_guard lock(self->mutex_);
     for (std::uint32_t slot = 0; slot < options.depth; ++slot) self->repost(slot);
@@ -46,11 +50,11 @@ std::shared_ptr<stream_impl> stream_impl::create(std::shared_ptr<qp_impl> qp, st
 stream_impl::stream_impl(std::shared_ptr<qp_impl> qp, stream_role role, const stream_options& options)
     : qp_(std::move(qp)), role_(role), options_(options) {}
 
-std::shared_ptr<stream_impl::memory> stream_impl::make_memory(std::size_t bytes) const {
+std::shared_ptr<stream_impl::memory> stream_impl::make_memory(std::size_t bytes, int access) const {
     ibv_qp* native = qp_->native();
     if (!native) throw boost::system::system_error(errc::not_open, "stream: its queue pair");
     std::vector<std::byte> buffer(bytes);
-    memory_region region(native->pd, buffer);
+    memory_region region(native->pd, buffer, access);
     auto m = std::make_shared<memory>(memory{std::move(buffer), std::move(region)});
     // The device may use the buffers until the queue pair is destroyed; the registration
     // goes then, before the id (as a receive pool's).
@@ -58,17 +62,24 @@ std::shared_ptr<stream_impl::memory> stream_impl::make_memory(std::size_t bytes)
     return m;
 }
 
+stream_wire::hello stream_impl::hello() const noexcept {
+    return {options_.depth, options_.ring_size, reinterpret_cast<std::uintptr_t>(ring_->buffer.data()),
+            ring_->region.rkey()};
+}
+
 error_code stream_impl::opened(stream_wire::hello peer) {
     std::lock_guard lock(mutex_);
     if (closed_) return errc::not_open;
     connected_ = role_ == stream_role::client; // (its connect completed; a server's accept is to come)
-    send_size_ = std::min(peer.message_size, options_.message_size);
+    peer_ring_address_ = peer.ring_address;
+    peer_ring_size_ = peer.ring_size;
+    peer_rkey_ = peer.rkey;
+    full_message_ = std::max<std::uint32_t>(1, std::min(options_.ring_size, peer.ring_size) / 2);
     try {
-        // The data buffers, then the control buffer (its header only).
-        sending_ = make_memory(std::size_t{options_.send_depth} * send_size_ + stream_wire::header_size);
-        free_sends_.reserve(options_.send_depth);
-        for (std::uint32_t slot = options_.send_depth; slot-- > 0;) free_sends_.push_back(slot);
-        credits_.emplace(stream_credit_rules::for_depth(options_.depth), peer.depth);
+        free_headers_.reserve(options_.send_depth);
+        for (std::uint32_t slot = options_.send_depth; slot-- > 0;) free_headers_.push_back(slot);
+        credits_.emplace(stream_credit_rules::for_depth(options_.depth), options_.ring_size, peer.depth,
+                         peer.ring_size);
         if (role_ == stream_role::client) {
             send_control(stream_wire::kind::credits); // the client speaks first
             nudge_after_ = first_nudge;
@@ -159,20 +170,24 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
         if (ec) {
             fail(ec);
         } else {
-            const auto message =
-                std::span<const std::byte>(received_->buffer).subspan(std::size_t{slot} * options_.message_size, bytes);
+            const auto message = std::span<const std::byte>(received_->buffer)
+                                     .subspan(std::size_t{slot} * stream_wire::header_size, bytes);
             const auto h = stream_wire::parse(message);
-            if (!h || !credits_ || (end_heard_ && h->what == stream_wire::kind::data)) {
+            // Data the peer says it wrote beyond what was read of the ring overwrote unread bytes.
+            if (!h || !credits_ || (end_heard_ && h->what == stream_wire::kind::data) ||
+                arrived_ + h->length - read_ > options_.ring_size) {
                 fail(errc::protocol_error);
                 close_queue_pair = true; // what the peer sends next finds no receive: its error
             } else {
                 if (!heard_) stop_nudging();
                 heard_ = true;
-                credits_->heard(h->posted);
-                if (h->what == stream_wire::kind::data)
-                    data_.push_back({slot, static_cast<std::uint32_t>(bytes), stream_wire::header_size});
-                else
-                    repost(slot); // (its count is all it carried)
+                credits_->heard({h->posted, h->consumed});
+                if (h->what == stream_wire::kind::data) {
+                    data_.push_back({slot, h->length});
+                    arrived_ += h->length;
+                } else {
+                    repost(slot); // (its counts are all it carried)
+                }
                 if (h->what == stream_wire::kind::end) end_heard_ = true;
             }
         }
@@ -181,13 +196,14 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
     if (close_queue_pair) qp_->close();
 }
 
-void stream_impl::sent(std::uint32_t slot, bool partly_full, error_code ec) {
+void stream_impl::sent(std::uint32_t slot, std::uint32_t bytes, bool partly_full, error_code ec) {
     std::lock_guard lock(mutex_);
     if (partly_full) --partly_full_in_flight_;
     if (slot == control_slot())
         control_busy_ = false;
     else
-        free_sends_.push_back(slot);
+        free_headers_.push_back(slot);
+    done_ += bytes; // (RC completes sends in order: these were the send ring's oldest)
     ++completed_sends_;
     if (closed_) return;
     if (ec) fail(ec);
@@ -210,19 +226,15 @@ void stream_impl::progress() {
             }
         }
         if (may_speak()) {
-            // What was written goes, in order, as far as the window lets it — but a last,
-            // partly filled buffer waits while another partly filled one is in flight (unless
-            // no_delay): the writes after it join it, and it goes when that send completes
-            // (Nagle's rule as Linux's TCP has it, Minshall's: a write's full messages and
-            // its tail go at once when no small message is in flight).
-            while (!ready_.empty() && credits_->may_send_data() &&
-                   (ready_.size() > 1 || ready_.front().bytes == send_room() || options_.no_delay ||
-                    partly_full_in_flight_ == 0)) {
-                const auto [slot, bytes] = ready_.front();
-                ready_.pop_front();
+            // What was written goes, in order, as far as the window and the peer's ring let it.
+            while (!free_headers_.empty() && credits_->may_send_data()) {
+                const std::uint32_t bytes = next_data();
+                if (bytes == 0) break;
+                const std::uint32_t slot = free_headers_.back();
+                free_headers_.pop_back();
                 post_message(slot, stream_wire::kind::data, bytes);
             }
-            if (end_ == end_state::queued && !writer_ && ready_.empty() && credits_->may_send_data() &&
+            if (end_ == end_state::queued && !writer_ && staged_ == sent_ && credits_->may_send_data() &&
                 send_control(stream_wire::kind::end)) {
                 end_ = end_state::sent;
                 end_send_ = posted_sends_;
@@ -248,35 +260,34 @@ void stream_impl::progress() {
 
 bool stream_impl::may_speak() const noexcept { return role_ == stream_role::client || heard_; }
 
-// Copies what fits of `buffers` into the send buffers: onto the last one not yet sent while
-// it has room (small writes made while the window is shut go as one message), then into
-// free ones.
+// Copies what fits of `buffers` into the send ring, after what was written before (small
+// writes made while a message waits go as one).
 std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
-    const std::size_t room = send_room();
-    std::size_t done = 0;
+    const std::size_t size = options_.ring_size;
+    std::size_t copied = 0;
     for (const auto& part : buffers.view()) {
         for (std::size_t at = 0; at < part.size();) {
-            if (ready_.empty() || ready_.back().bytes == room) {
-                if (free_sends_.empty()) return done;
-                ready_.push_back({free_sends_.back(), 0});
-                free_sends_.pop_back();
-            }
-            auto& last = ready_.back();
-            const std::size_t n = std::min(room - last.bytes, part.size() - at);
-            std::memcpy(send_buffer(last.slot) + stream_wire::header_size + last.bytes,
-                        static_cast<const std::byte*>(part.data()) + at, n);
-            last.bytes += static_cast<std::uint32_t>(n);
+            const std::size_t room = size - (staged_ - done_), offset = staged_ % size;
+            if (room == 0) return copied;
+            const std::size_t n = std::min({room, size - offset, part.size() - at});
+            std::memcpy(send_ring_->buffer.data() + offset, static_cast<const std::byte*>(part.data()) + at, n);
+            staged_ += n;
             at += n;
-            done += n;
+            copied += n;
         }
     }
-    return done;
+    return copied;
 }
 
-std::uint32_t stream_impl::send_room() const noexcept { return send_size_ - std::uint32_t{stream_wire::header_size}; }
-
-std::byte* stream_impl::send_buffer(std::uint32_t slot) const noexcept {
-    return sending_->buffer.data() + std::size_t{slot} * send_size_; // (the control one: after the last)
+// Nagle's rule as Linux's TCP has it, Minshall's variant (unless no_delay): a message shorter
+// than a full one waits while another short one is in flight; the writes after it join it,
+// and it goes when that one completes. A write's full messages, and its tail when no short
+// message is in flight, go at once.
+std::uint32_t stream_impl::next_data() const noexcept {
+    const auto bytes =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>({staged_ - sent_, credits_->room(), full_message_}));
+    if (bytes == 0 || (bytes < full_message_ && !options_.no_delay && partly_full_in_flight_ > 0)) return 0;
+    return bytes;
 }
 
 bool stream_impl::send_control(stream_wire::kind what) {
@@ -287,24 +298,48 @@ bool stream_impl::send_control(stream_wire::kind what) {
 }
 
 void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::uint32_t bytes) {
-    std::byte* const base = send_buffer(slot);
-    stream_wire::put(base, {what, credits_->sent()});
+    std::byte* const header = send_headers_->buffer.data() + std::size_t{slot} * stream_wire::header_size;
+    const stream_counts counts = credits_->sent(bytes);
+    stream_wire::put(header, {what, counts.posted, counts.consumed, bytes});
     ++posted_sends_;
     answered_ = answered_ || role_ == stream_role::server;
-    const bool partly_full = what == stream_wire::kind::data && bytes < send_room();
+    const bool partly_full = what == stream_wire::kind::data && bytes < full_message_;
     if (partly_full) ++partly_full_in_flight_;
-    const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base),
-                      static_cast<std::uint32_t>(stream_wire::header_size) + bytes, sending_->region.lkey()};
-    qp_->post({work_request::kind::send, std::span(&sge, 1)},
-              [self = shared_from_this(), slot, partly_full](error_code ec, std::size_t) {
-                  self->sent(slot, partly_full, ec);
+    // The bytes go by RDMA write into the peer's ring, one write for each part where its
+    // ring wraps, each gathered from the send ring (which wraps once at most: a message is
+    // half of it at most); then the message, which RC delivers after them.
+    std::array<ibv_sge, 4> from{};
+    std::array<work_request, 3> chain{};
+    std::size_t sges = 0, wrs = 0;
+    const std::uint64_t ring = options_.ring_size;
+    for (std::uint64_t at = sent_, end = sent_ + bytes; at < end;) {
+        const std::uint64_t to = at % peer_ring_size_, part = std::min(end - at, peer_ring_size_ - to);
+        const std::size_t first = sges;
+        for (std::uint64_t p = at; p < at + part;) {
+            const std::uint64_t offset = p % ring, n = std::min(at + part - p, ring - offset);
+            from[sges++] = {reinterpret_cast<std::uintptr_t>(send_ring_->buffer.data() + offset),
+                            static_cast<std::uint32_t>(n), send_ring_->region.lkey()};
+            p += n;
+        }
+        chain[wrs++] = {work_request::kind::write, std::span(from).subspan(first, sges - first),
+                        peer_ring_address_ + to, peer_rkey_};
+        at += part;
+    }
+    sent_ += bytes;
+    const ibv_sge told{reinterpret_cast<std::uintptr_t>(header), static_cast<std::uint32_t>(stream_wire::header_size),
+                       send_headers_->region.lkey()};
+    chain[wrs++] = {work_request::kind::send, std::span(&told, 1)};
+    qp_->post(std::span(chain).first(wrs),
+              [self = shared_from_this(), slot, bytes, partly_full](error_code ec, std::size_t) {
+                  self->sent(slot, bytes, partly_full, ec);
               });
 }
 
 void stream_impl::repost(std::uint32_t slot) {
     if (closed_ || broken_) return; // (the queue pair would flush it)
-    std::byte* const base = received_->buffer.data() + std::size_t{slot} * options_.message_size;
-    const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base), options_.message_size, received_->region.lkey()};
+    std::byte* const base = received_->buffer.data() + std::size_t{slot} * stream_wire::header_size;
+    const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base), static_cast<std::uint32_t>(stream_wire::header_size),
+                      received_->region.lkey()};
     // Held by the receive: the device may write into the buffer until it completes.
     qp_->post(
         {work_request::kind::receive, std::span(&sge, 1)},
@@ -320,7 +355,7 @@ void stream_impl::update_hold() noexcept {
     // Written bytes not yet sent keep it running too: their writes completed, and nothing
     // else would send them (a socket's kernel would).
     const bool end_waits = end_ == end_state::queued && !broken_ && !closed_;
-    const bool bytes_wait = !ready_.empty() && !broken_ && !closed_;
+    const bool bytes_wait = staged_ != sent_ && !broken_ && !closed_;
     const int want = int{reader_.has_value()} + int{writer_.has_value()} + int{end_waits} + int{bytes_wait} +
                      int{static_cast<bool>(shutdown_waiter_)};
     if (want == held_) return;
@@ -464,15 +499,18 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
                 std::size_t taken = 0;
                 while (taken < part.size() && !data_.empty()) {
                     auto& d = data_.front();
-                    const std::size_t k = std::min<std::size_t>(part.size() - taken, d.end - d.offset);
-                    std::memcpy(static_cast<std::byte*>(part.data()) + taken,
-                                received_->buffer.data() + std::size_t{d.slot} * options_.message_size + d.offset, k);
+                    const std::size_t offset = read_ % options_.ring_size;
+                    const std::size_t k =
+                        std::min({part.size() - taken, std::size_t{d.left}, options_.ring_size - offset});
+                    std::memcpy(static_cast<std::byte*>(part.data()) + taken, ring_->buffer.data() + offset, k);
                     taken += k;
-                    d.offset += static_cast<std::uint32_t>(k);
-                    if (d.offset == d.end) {
+                    read_ += k;
+                    d.left -= static_cast<std::uint32_t>(k);
+                    credits_->consumed(static_cast<std::uint32_t>(k));
+                    if (d.left == 0) {
                         const std::uint32_t slot = d.slot;
                         data_.pop_front();
-                        repost(slot); // read: its receive goes back, and counts for the peer
+                        repost(slot); // read: its receive goes back, and counts for the peer (as its bytes)
                     }
                 }
                 n += taken;

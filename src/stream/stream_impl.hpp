@@ -1,7 +1,9 @@
 #pragma once
-// The engine behind a stream (compiled in src/stream/stream_impl.cpp): a queue pair, the
-// receives it keeps posted for the peer's messages and the send buffers its own go from,
-// the credits that keep every send within a receive the peer posted (stream_credits.hpp),
+// The engine behind a stream (compiled in src/stream/stream_impl.cpp): a queue pair; the
+// ring the peer writes its data into and the receives kept posted for the peer's messages
+// (each tells of a write, or of credits); the ring writes fill, whose bytes go by RDMA write
+// into the peer's ring; the credits that keep every message within a receive the peer
+// posted and every write within what the peer has read of its ring (stream_credits.hpp);
 // and the one read and one write that may wait.
 //
 // Threads: the receives' and sends' completions run on the queue pair's executor (the id's,
@@ -38,12 +40,14 @@ public:
     using handler = stream_base::handler;
     using shutdown_handler = stream_base::shutdown_handler;
 
-    // Registers the receive buffers on `qp`'s protection domain and posts a receive into
-    // each; throws system_error ("ibv_reg_mr"; errc::not_open with no queue pair).
+    // Registers the rings and the receives' buffers on `qp`'s protection domain and posts
+    // the receives; throws system_error ("ibv_reg_mr"; errc::not_open with no queue pair).
     static std::shared_ptr<stream_impl> create(std::shared_ptr<qp_impl> qp, stream_role role,
                                                const stream_options& options);
-    // The peer's hello: the send buffers are made, and the client speaks first (a message of
-    // credits alone, nudged again until the server answers: siw's first-message race, R9).
+    // What this side tells the peer: its receives and its ring.
+    stream_wire::hello hello() const noexcept;
+    // The peer's hello: the client speaks first (a message of credits alone, nudged again
+    // until the server answers: siw's first-message race, R9).
     error_code opened(stream_wire::hello peer);
 
     // The server's accept completed (the client's connect completes before opened()).
@@ -67,9 +71,8 @@ private:
         memory_region region;
     };
     struct parked_data {
-        std::uint32_t slot;
-        std::uint32_t end;    // the message's length
-        std::uint32_t offset; // the next byte to read (starts after the header)
+        std::uint32_t slot; // its receive, posted again once its bytes were read
+        std::uint32_t left; // its bytes not read yet (the ring's next, in order)
     };
     struct waiting_read {
         handler h;
@@ -84,11 +87,11 @@ private:
     enum class end_state : std::uint8_t { none, queued, sent };
 
     stream_impl(std::shared_ptr<qp_impl> qp, stream_role role, const stream_options& options);
-    std::shared_ptr<memory> make_memory(std::size_t bytes) const;
+    std::shared_ptr<memory> make_memory(std::size_t bytes, int access = IBV_ACCESS_LOCAL_WRITE) const;
 
     // Completions (on the queue pair's executor).
     void arrived(std::uint32_t slot, error_code ec, std::size_t bytes);
-    void sent(std::uint32_t slot, bool partly_full, error_code ec);
+    void sent(std::uint32_t slot, std::uint32_t bytes, bool partly_full, error_code ec);
     void nudge();
     void arm_nudge();             // under the lock
     void stop_nudging() noexcept; // under the lock
@@ -101,13 +104,16 @@ private:
 
     // Under the lock.
     void progress();                                           // what may go now goes; what may complete is woken
-    std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied
-    std::uint32_t send_room() const noexcept;                  // a send buffer's bytes of data
-    // A message of its own kind with no payload (credits, end of data), in the one control
-    // buffer: false while that one is in flight.
+    std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied into the send ring
+    // The next data message, if one may go: the send ring's bytes not sent yet, as many as
+    // the peer's ring has room for, up to a full message (Nagle's rule: see progress()).
+    std::uint32_t next_data() const noexcept;
+    // A message with no data (credits, end of data), in the one control slot: false while
+    // that one is in flight.
     bool send_control(stream_wire::kind what);
+    // A message in header slot `slot`, after `bytes` of the send ring written into the peer's
+    // ring, as one post.
     void post_message(std::uint32_t slot, stream_wire::kind what, std::uint32_t bytes);
-    std::byte* send_buffer(std::uint32_t slot) const noexcept;
     std::uint32_t control_slot() const noexcept { return options_.send_depth; }
     void repost(std::uint32_t slot);
     void fail(error_code ec);        // the first error sticks; what waits is woken
@@ -127,21 +133,26 @@ private:
     std::shared_ptr<qp_impl> qp_;
     const stream_role role_;
     const stream_options options_;
-    std::shared_ptr<memory> received_; // options_.depth slots of options_.message_size
-    std::shared_ptr<memory> sending_;  // options_.send_depth slots of send_size_ (once opened)
+    std::shared_ptr<memory> ring_;         // options_.ring_size bytes: the peer writes its data here
+    std::shared_ptr<memory> received_;     // options_.depth headers: the receives' buffers
+    std::shared_ptr<memory> send_ring_;    // options_.ring_size bytes: writes fill it
+    std::shared_ptr<memory> send_headers_; // options_.send_depth + 1 headers (the last: control)
 
     std::mutex mutex_;
     std::optional<stream_credits> credits_; // once opened
-    std::uint32_t send_size_ = 0;
-    // The send buffers: free, or holding written bytes not yet sent (in order; the last may
-    // take more), or in flight. Data never takes the control buffer, which messages of
-    // credits alone need while every data buffer waits for the window.
-    struct filled {
-        std::uint32_t slot;
-        std::uint32_t bytes;
-    };
-    std::vector<std::uint32_t> free_sends_;
-    std::deque<filled> ready_;
+    // The peer's ring, from its hello; the most bytes one message carries (half the smaller
+    // ring: one fills while one is in flight).
+    std::uint64_t peer_ring_address_ = 0;
+    std::uint32_t peer_ring_size_ = 0, peer_rkey_ = 0, full_message_ = 0;
+    // Bytes through the send ring, cumulative: copied in by writes, sent (their messages
+    // posted), done (their messages completed: the ring's room again). RC completes sends
+    // in order, so `done_` follows `sent_`.
+    std::uint64_t staged_ = 0, sent_ = 0, done_ = 0;
+    // Bytes through the ring here, cumulative: told of by the peer's messages, read.
+    std::uint64_t arrived_ = 0, read_ = 0;
+    // The data messages' header slots free; data never takes the control slot, which
+    // messages of credits alone need while every data message waits for the window.
+    std::vector<std::uint32_t> free_headers_;
     bool control_busy_ = false;
     std::uint64_t posted_sends_ = 0, completed_sends_ = 0;
     // Data messages sent with room left, not yet completed (Nagle's rule).

@@ -1,7 +1,7 @@
 #pragma once
-// The stream's bytes on the wire (docs/stream-protocol.md): the 8-byte header every message
-// begins with, and the 12-byte hello each side puts in the CM private data of the connect
-// and the accept. Plain code without I/O: the stream's engine and the host tests share it.
+// The stream's bytes on the wire (docs/stream-protocol.md): the 16-byte message that tells
+// of each write into the peer's ring (and of credits), and the 24-byte hello each side puts in the CM private data of
+// the connect and the accept. Plain code without I/O: the stream's engine and the host tests share it.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -10,19 +10,23 @@
 
 namespace rdmacm::detail::stream_wire {
 
-inline constexpr std::uint8_t version = 1;
+// 2: data by RDMA write into the peer's ring, each write told of by a message (2026-12-07);
+// 1 carried the data in the messages themselves.
+inline constexpr std::uint8_t version = 2;
 
 enum class kind : std::uint8_t {
-    data = 1,    // the payload follows, at least one byte
+    data = 1,    // `length` bytes were written into the receiver's ring before it
     end = 2,     // the sender sends no more data
-    credits = 3, // only the count
+    credits = 3, // only the counts
 };
 
-inline constexpr std::size_t header_size = 8;
+inline constexpr std::size_t header_size = 16;
 
 struct header {
     kind what;
-    std::uint32_t posted; // receives the sender has posted for the receiver so far (mod 2^32)
+    std::uint32_t posted;   // receives the sender has posted for the receiver so far (mod 2^32)
+    std::uint32_t consumed; // bytes the sender has read out of its ring so far (mod 2^32)
+    std::uint32_t length;   // data: the bytes written before it (else 0)
 };
 
 inline void put_u32(std::byte* to, std::uint32_t v) noexcept {
@@ -39,37 +43,46 @@ inline void put(std::byte* to, header h) noexcept {
     to[1] = static_cast<std::byte>(h.what);
     to[2] = to[3] = std::byte{0};
     put_u32(to + 4, h.posted);
+    put_u32(to + 8, h.consumed);
+    put_u32(to + 12, h.length);
 }
 
-// The header of a received message, or nothing when the message breaks the protocol (too
-// short, another version or kind, reserved bytes set, a payload where none belongs, none
-// where one does).
+// A received message, or nothing when it breaks the protocol (not 16 bytes, another version
+// or kind, reserved bytes set, a length where none belongs, none where one does).
 inline std::optional<header> parse(std::span<const std::byte> message) noexcept {
-    if (message.size() < header_size || message[0] != std::byte{version} || message[2] != std::byte{0} ||
+    if (message.size() != header_size || message[0] != std::byte{version} || message[2] != std::byte{0} ||
         message[3] != std::byte{0})
         return std::nullopt;
-    const auto what = static_cast<kind>(message[1]);
-    const bool payload = message.size() > header_size;
-    if (what == kind::data ? !payload : (what != kind::end && what != kind::credits) || payload) return std::nullopt;
-    return header{what, get_u32(message.data() + 4)};
+    const header h{static_cast<kind>(message[1]), get_u32(message.data() + 4), get_u32(message.data() + 8),
+                   get_u32(message.data() + 12)};
+    if (h.what == kind::data ? h.length == 0 : (h.what != kind::end && h.what != kind::credits) || h.length != 0)
+        return std::nullopt;
+    return h;
 }
 
-// What each side tells the other as the connection opens.
+// What each side tells the other as the connection opens: its receives, and the ring the
+// other writes its data into.
 struct hello {
-    std::uint32_t depth;        // receives it keeps posted for the other's messages
-    std::uint32_t message_size; // the longest message it receives, header included
+    std::uint32_t depth;     // receives it keeps posted for the other's messages
+    std::uint32_t ring_size; // bytes of its ring
+    std::uint64_t ring_address;
+    std::uint32_t rkey;
 };
 
-inline constexpr std::size_t hello_size = 12;
-// The fewest receives the credit rules work with (stream_credits.hpp), and the shortest
-// receive that holds a data message.
+inline constexpr std::size_t hello_size = 24;
+// The fewest receives the credit rules work with, and the smallest and largest ring (counts of
+// its bytes wrap at 2^32, and are compared as signed differences: stream_credits.hpp).
 inline constexpr std::uint32_t min_depth = 3;
-inline constexpr std::uint32_t min_message_size = header_size + 1;
+inline constexpr std::uint32_t min_ring_size = 2;
+inline constexpr std::uint32_t max_ring_size = std::uint32_t{1} << 31;
 
 inline std::array<std::byte, hello_size> encode(hello h) noexcept {
     std::array<std::byte, hello_size> out{std::byte{'A'}, std::byte{'R'}, std::byte{version}, std::byte{0}};
     put_u32(out.data() + 4, h.depth);
-    put_u32(out.data() + 8, h.message_size);
+    put_u32(out.data() + 8, h.ring_size);
+    put_u32(out.data() + 12, static_cast<std::uint32_t>(h.ring_address));
+    put_u32(out.data() + 16, static_cast<std::uint32_t>(h.ring_address >> 32));
+    put_u32(out.data() + 20, h.rkey);
     return out;
 }
 
@@ -80,8 +93,10 @@ inline std::optional<hello> parse_hello(std::span<const std::byte> data) noexcep
     if (data.size() < hello_size || data[0] != std::byte{'A'} || data[1] != std::byte{'R'} ||
         data[2] != std::byte{version} || data[3] != std::byte{0})
         return std::nullopt;
-    const hello h{get_u32(data.data() + 4), get_u32(data.data() + 8)};
-    if (h.depth < min_depth || h.message_size < min_message_size) return std::nullopt;
+    const hello h{get_u32(data.data() + 4), get_u32(data.data() + 8),
+                  get_u32(data.data() + 12) | std::uint64_t{get_u32(data.data() + 16)} << 32,
+                  get_u32(data.data() + 20)};
+    if (h.depth < min_depth || h.ring_size < min_ring_size || h.ring_size > max_ring_size) return std::nullopt;
     return h;
 }
 

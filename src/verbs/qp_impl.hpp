@@ -78,6 +78,10 @@ public:
     // queue pair is closed and it waits for its flush: what nobody waits for yet keeps
     // nothing running, as the bytes in a socket's buffer do not.
     void post(const work_request& wr, handler h, bool standing = false);
+    // Posts a chain of up to four sends, writes and reads in one call, only the last
+    // signalled: `h` completes with the last's completion (RC completes a send queue in
+    // order: the others are done by then), or with the first error of any of them.
+    void post(std::span<const work_request> chain, handler h, bool standing = false);
     // Completes `h` with `ec` on `ex` (nothing to post it on).
     static void refuse(const executor_type& ex, handler h, error_code ec);
 

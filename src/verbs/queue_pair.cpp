@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <new>
+#include <stdexcept>
 
 namespace rdmacm {
 namespace detail {
@@ -162,6 +163,12 @@ error_code qp_impl::refusal(work_request::kind what, const gathered_buffers& fou
 }
 
 void qp_impl::post(const work_request& wr, handler h, bool standing) {
+    post(std::span(&wr, 1), std::move(h), standing);
+}
+
+void qp_impl::post(std::span<const work_request> chain, handler h, bool standing) {
+    constexpr std::size_t most = 4; // (the stream's longest: two writes and a send)
+    if (chain.empty() || chain.size() > most) throw std::length_error("qp_impl::post: a chain of 1 to 4");
     std::unique_lock lock(mutex_);
     if (const auto verdict = machine_.post(); verdict != qp_machine::posting::go) {
         if (verdict == qp_machine::posting::queue_in_error) {
@@ -199,29 +206,35 @@ void qp_impl::post(const work_request& wr, handler h, bool standing) {
     begin_verbs_call();
     lock.unlock();
 
-    auto* sges = const_cast<ibv_sge*>(wr.buffers.data()); // (verbs' lists are not const; never written)
-    const int num_sge = static_cast<int>(wr.buffers.size());
     error_code ec;
-    if (wr.what == work_request::kind::receive) {
+    if (chain.front().what == work_request::kind::receive) {
         ibv_recv_wr r{};
         ibv_recv_wr* bad = nullptr;
         r.wr_id = wr_id;
-        r.sg_list = sges;
-        r.num_sge = num_sge;
+        r.sg_list = const_cast<ibv_sge*>(chain.front().buffers.data()); // (verbs' lists are not const; never written)
+        r.num_sge = static_cast<int>(chain.front().buffers.size());
         if (int e = ibv_post_recv(qp_, &r, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_recv", e);
     } else {
-        ibv_send_wr s{};
+        // One post for the chain (one doorbell); only its last is signalled. Each carries the
+        // handler's id: one that fails completes with its error whether signalled or not, and
+        // what is flushed after it finds the handler taken.
+        std::array<ibv_send_wr, most> s{};
+        const std::size_t n = chain.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const work_request& wr = chain[i];
+            s[i].wr_id = wr_id;
+            s[i].sg_list = const_cast<ibv_sge*>(wr.buffers.data());
+            s[i].num_sge = static_cast<int>(wr.buffers.size());
+            s[i].send_flags = i + 1 == n ? IBV_SEND_SIGNALED : 0;
+            s[i].opcode = wr.what == work_request::kind::send    ? IBV_WR_SEND
+                          : wr.what == work_request::kind::write ? IBV_WR_RDMA_WRITE
+                                                                 : IBV_WR_RDMA_READ;
+            s[i].wr.rdma.remote_addr = wr.remote_address;
+            s[i].wr.rdma.rkey = wr.rkey;
+            s[i].next = i + 1 == n ? nullptr : &s[i + 1];
+        }
         ibv_send_wr* bad = nullptr;
-        s.wr_id = wr_id;
-        s.sg_list = sges;
-        s.num_sge = num_sge;
-        s.send_flags = IBV_SEND_SIGNALED;
-        s.opcode = wr.what == work_request::kind::send    ? IBV_WR_SEND
-                   : wr.what == work_request::kind::write ? IBV_WR_RDMA_WRITE
-                                                          : IBV_WR_RDMA_READ;
-        s.wr.rdma.remote_addr = wr.remote_address;
-        s.wr.rdma.rkey = wr.rkey;
-        if (int e = ibv_post_send(qp_, &s, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_send", e);
+        if (int e = ibv_post_send(qp_, s.data(), &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_send", e);
     }
     end_verbs_call();
     if (!ec) return;

@@ -308,7 +308,7 @@ for d in $devices; do
     start "writer.$d" "$build/bench/stream_bench" client "$(peer $d)" 7474 65536 100000000
     start "echo.$d" "$build/samples/echo_client" "$(peer $d)" 7471 100000000
 done
-start "writer_ack14.rxe0" "$build/bench/stream_bench" client "$(peer rxe0)" 7476 65536 100000000 0 16384 14
+start "writer_ack14.rxe0" "$build/bench/stream_bench" client "$(peer rxe0)" 7476 65536 100000000 0 262144 14
 for name in writer.rxe0 writer.siw0 writer_ack14.rxe0; do
     await_output "/tmp/run.$name" '^connected$' 120 || exit 30
 done

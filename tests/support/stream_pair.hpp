@@ -8,7 +8,7 @@
 namespace rdmacm::test {
 
 // Small enough that every transfer runs out of credits many times over.
-constexpr stream_options tight{.depth = 3, .message_size = 512, .send_depth = 2};
+constexpr stream_options tight{.depth = 3, .ring_size = 1024, .send_depth = 2};
 
 // A listener and both ends of a stream, on one context's channel or the client on another's.
 struct stream_pair {

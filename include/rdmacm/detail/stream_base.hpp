@@ -54,6 +54,8 @@ using mutable_buffer_list = buffer_list<boost::asio::mutable_buffer>;
 using const_buffer_list = buffer_list<boost::asio::const_buffer>;
 
 enum class stream_role : std::uint8_t { client, server };
+// The bytes of a stream's hello (docs/stream-protocol.md).
+inline constexpr std::size_t stream_hello_size = 24;
 
 class stream_base : public io_handle<stream_base, stream_impl> {
 public:
@@ -87,8 +89,9 @@ protected:
     // The id's executor as it is now (it moves), or the handle's when not open.
     executor_type current_executor() const { return current_executor(impl_, executor_); }
 
-    // What this side tells the peer (the connect's or the accept's private data).
-    std::array<std::byte, 12> hello() const noexcept;
+    // What this side tells the peer (the connect's or the accept's private data), once
+    // prepared (its ring is in it).
+    std::array<std::byte, stream_hello_size> hello() const noexcept;
 
     struct initiate_read : initiation<initiate_read, void(error_code, std::size_t), work_of_followers::by_object> {
         std::shared_ptr<stream_impl> impl;
@@ -162,6 +165,7 @@ struct stream_access {
         return s.take(std::move(connection));
     }
     static void accepted(stream_base& s) noexcept { s.accepted(); }
+    static std::array<std::byte, stream_hello_size> hello(const stream_base& s) noexcept { return s.hello(); }
     // What the stream's connect or accept sends: its hello, and its options' time-out.
     static conn_params params(const stream_base& s, std::span<const std::byte> hello) noexcept {
         return {.private_data = hello, .ack_timeout = s.options_.ack_timeout};
