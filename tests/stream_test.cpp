@@ -106,6 +106,9 @@ void both_ways_at_once(asio::io_context& ctx, stream_options options, std::size_
 BOOST_FIXTURE_TEST_CASE(bytes_arrive_once_in_order_both_ways_at_once, stream_fixture) {
     both_ways_at_once(ctx, tight, at_volume(256 * 1024));   // ~500 messages each way, three receives a side
     both_ways_at_once(ctx, {}, at_volume(4 * 1024 * 1024)); // the default sizes
+    // Rings of 5,000 bytes: messages of up to 2,500, their bytes written into the peer's ring
+    // or carried in the message (up to 1,008), wrapping anywhere in either ring.
+    both_ways_at_once(ctx, {.depth = 3, .ring_size = 5000, .send_depth = 2}, at_volume(1024 * 1024));
 }
 
 BOOST_FIXTURE_TEST_CASE(each_side_ends_its_data_on_its_own, stream_fixture) {

@@ -59,11 +59,12 @@ error_code stream_base::prepare(stream_role role) noexcept {
     std::shared_ptr<qp_impl> qp;
     try {
         // A data message is up to two writes (the peer's ring wraps) and a send; then the
-        // control message and a probe. A write gathers from two places where the send ring wraps.
+        // control message and a probe. A write gathers from two places where the send ring
+        // wraps; a small message's send from three (its header, then its bytes).
         qp = qp_impl::create(access::impl(id()), {.max_send_wr = 3 * options_.send_depth + 2,
                                                   .max_recv_wr = options_.depth,
                                                   .poll_for = options_.poll_for,
-                                                  .max_send_sge = 2,
+                                                  .max_send_sge = 3,
                                                   .max_recv_sge = 1});
         impl_ = stream_impl::create(qp, role, options_);
     } catch (const boost::system::system_error& e) {

@@ -38,7 +38,7 @@ std::shared_ptr<stream_impl> stream_impl::create(std::shared_ptr<qp_impl> qp, st
     if (!qp || !qp->native()) throw boost::system::system_error(errc::not_open, "stream: its queue pair");
     std::shared_ptr<stream_impl> self(new stream_impl(std::move(qp), role, options));
     self->ring_ = self->make_memory(options.ring_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    self->received_ = self->make_memory(std::size_t{options.depth} * stream_wire::header_size);
+    self->received_ = self->make_memory(std::size_t{options.depth} * stream_wire::message_size);
     self->send_ring_ = self->make_memory(options.ring_size);
     self->send_headers_ = self->make_memory((std::size_t{options.send_depth} + 1) * stream_wire::header_size);
     self->qp_->also_tell_when_context_gone(self);
@@ -171,7 +171,7 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
             fail(ec);
         } else {
             const auto message = std::span<const std::byte>(received_->buffer)
-                                     .subspan(std::size_t{slot} * stream_wire::header_size, bytes);
+                                     .subspan(std::size_t{slot} * stream_wire::message_size, bytes);
             const auto h = stream_wire::parse(message);
             // Data the peer says it wrote beyond what was read of the ring overwrote unread bytes.
             if (!h || !credits_ || (end_heard_ && h->what == stream_wire::kind::data) ||
@@ -183,6 +183,7 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
                 heard_ = true;
                 credits_->heard({h->posted, h->consumed});
                 if (h->what == stream_wire::kind::data) {
+                    if (message.size() > stream_wire::header_size) into_ring(message.subspan(stream_wire::header_size));
                     data_.push_back({slot, h->length});
                     arrived_ += h->length;
                 } else {
@@ -305,40 +306,54 @@ void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::
     answered_ = answered_ || role_ == stream_role::server;
     const bool partly_full = what == stream_wire::kind::data && bytes < full_message_;
     if (partly_full) ++partly_full_in_flight_;
-    // The bytes go by RDMA write into the peer's ring, one write for each part where its
-    // ring wraps, each gathered from the send ring (which wraps once at most: a message is
-    // half of it at most); then the message, which RC delivers after them.
-    std::array<ibv_sge, 4> from{};
+    // A small message's bytes go in it, gathered from the send ring after its header; a
+    // larger one's by RDMA write into the peer's ring — one write for each part where that
+    // ring wraps — then the message, which RC delivers after them. Each gathers from the
+    // send ring in two places at most where it wraps (a message is half of it at most).
+    std::array<ibv_sge, 5> from{};
     std::array<work_request, 3> chain{};
     std::size_t sges = 0, wrs = 0;
     const std::uint64_t ring = options_.ring_size;
-    for (std::uint64_t at = sent_, end = sent_ + bytes; at < end;) {
-        const std::uint64_t to = at % peer_ring_size_, part = std::min(end - at, peer_ring_size_ - to);
-        const std::size_t first = sges;
-        for (std::uint64_t p = at; p < at + part;) {
-            const std::uint64_t offset = p % ring, n = std::min(at + part - p, ring - offset);
+    auto gather = [&](std::uint64_t at, std::uint64_t end) {
+        for (std::uint64_t p = at; p < end;) {
+            const std::uint64_t offset = p % ring, n = std::min(end - p, ring - offset);
             from[sges++] = {reinterpret_cast<std::uintptr_t>(send_ring_->buffer.data() + offset),
                             static_cast<std::uint32_t>(n), send_ring_->region.lkey()};
             p += n;
         }
+    };
+    const bool in_message = bytes <= stream_wire::inline_limit;
+    for (std::uint64_t at = sent_, end = sent_ + bytes; !in_message && at < end;) {
+        const std::uint64_t to = at % peer_ring_size_, part = std::min(end - at, peer_ring_size_ - to);
+        const std::size_t first = sges;
+        gather(at, at + part);
         chain[wrs++] = {work_request::kind::write, std::span(from).subspan(first, sges - first),
                         peer_ring_address_ + to, peer_rkey_};
         at += part;
     }
+    const std::size_t first = sges;
+    from[sges++] = {reinterpret_cast<std::uintptr_t>(header), static_cast<std::uint32_t>(stream_wire::header_size),
+                    send_headers_->region.lkey()};
+    if (in_message) gather(sent_, sent_ + bytes);
+    chain[wrs++] = {work_request::kind::send, std::span(from).subspan(first, sges - first)};
     sent_ += bytes;
-    const ibv_sge told{reinterpret_cast<std::uintptr_t>(header), static_cast<std::uint32_t>(stream_wire::header_size),
-                       send_headers_->region.lkey()};
-    chain[wrs++] = {work_request::kind::send, std::span(&told, 1)};
     qp_->post(std::span(chain).first(wrs),
               [self = shared_from_this(), slot, bytes, partly_full](error_code ec, std::size_t) {
                   self->sent(slot, bytes, partly_full, ec);
               });
 }
 
+void stream_impl::into_ring(std::span<const std::byte> bytes) noexcept {
+    const std::size_t size = options_.ring_size, offset = arrived_ % size,
+                      first = std::min(bytes.size(), size - offset);
+    std::memcpy(ring_->buffer.data() + offset, bytes.data(), first);
+    std::memcpy(ring_->buffer.data(), bytes.data() + first, bytes.size() - first);
+}
+
 void stream_impl::repost(std::uint32_t slot) {
     if (closed_ || broken_) return; // (the queue pair would flush it)
-    std::byte* const base = received_->buffer.data() + std::size_t{slot} * stream_wire::header_size;
-    const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base), static_cast<std::uint32_t>(stream_wire::header_size),
+    std::byte* const base = received_->buffer.data() + std::size_t{slot} * stream_wire::message_size;
+    const ibv_sge sge{reinterpret_cast<std::uintptr_t>(base), static_cast<std::uint32_t>(stream_wire::message_size),
                       received_->region.lkey()};
     // Held by the receive: the device may write into the buffer until it completes.
     qp_->post(

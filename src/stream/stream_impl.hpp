@@ -116,6 +116,9 @@ private:
     void post_message(std::uint32_t slot, stream_wire::kind what, std::uint32_t bytes);
     std::uint32_t control_slot() const noexcept { return options_.send_depth; }
     void repost(std::uint32_t slot);
+    // A small message's bytes, where a write would have put them: the ring's next after
+    // those told of before (checked: room for them).
+    void into_ring(std::span<const std::byte> bytes) noexcept;
     void fail(error_code ec);        // the first error sticks; what waits is woken
     void update_hold() noexcept;     // the context's work while something waits
     bool may_speak() const noexcept; // the server: once the client spoke (siw R10)
@@ -134,7 +137,7 @@ private:
     const stream_role role_;
     const stream_options options_;
     std::shared_ptr<memory> ring_;         // options_.ring_size bytes: the peer writes its data here
-    std::shared_ptr<memory> received_;     // options_.depth headers: the receives' buffers
+    std::shared_ptr<memory> received_;     // options_.depth receives of a message each
     std::shared_ptr<memory> send_ring_;    // options_.ring_size bytes: writes fill it
     std::shared_ptr<memory> send_headers_; // options_.send_depth + 1 headers (the last: control)
 

@@ -1,6 +1,7 @@
 #pragma once
-// The stream's bytes on the wire (docs/stream-protocol.md): the 16-byte message that tells
-// of each write into the peer's ring (and of credits), and the 24-byte hello each side puts in the CM private data of
+// The stream's bytes on the wire (docs/stream-protocol.md): the 16-byte header of the
+// message that tells of each write into the peer's ring, or carries a small one itself
+// (and of credits), and the 24-byte hello each side puts in the CM private data of
 // the connect and the accept. Plain code without I/O: the stream's engine and the host tests share it.
 #include <array>
 #include <cstddef>
@@ -21,6 +22,12 @@ enum class kind : std::uint8_t {
 };
 
 inline constexpr std::size_t header_size = 16;
+// A data message of at most this many bytes carries them itself, after its header (one
+// packet at RoCE's usual MTU of 1,024, where a write and a send would be two); the receiver
+// copies them into its ring, where larger messages' bytes were written. A receive holds a
+// message of either kind.
+inline constexpr std::uint32_t inline_limit = 1008;
+inline constexpr std::size_t message_size = header_size + inline_limit;
 
 struct header {
     kind what;
@@ -47,15 +54,20 @@ inline void put(std::byte* to, header h) noexcept {
     put_u32(to + 12, h.length);
 }
 
-// A received message, or nothing when it breaks the protocol (not 16 bytes, another version
-// or kind, reserved bytes set, a length where none belongs, none where one does).
+// A received message's header, or nothing when the message breaks the protocol (shorter
+// than a header, another version or kind, reserved bytes set, a length where none belongs,
+// none where one does, bytes after the header other than a data message's own). A data
+// message of `length` bytes is `header_size` long (they were written into the ring) or
+// `header_size + length` (they follow: at most inline_limit).
 inline std::optional<header> parse(std::span<const std::byte> message) noexcept {
-    if (message.size() != header_size || message[0] != std::byte{version} || message[2] != std::byte{0} ||
+    if (message.size() < header_size || message[0] != std::byte{version} || message[2] != std::byte{0} ||
         message[3] != std::byte{0})
         return std::nullopt;
     const header h{static_cast<kind>(message[1]), get_u32(message.data() + 4), get_u32(message.data() + 8),
                    get_u32(message.data() + 12)};
-    if (h.what == kind::data ? h.length == 0 : (h.what != kind::end && h.what != kind::credits) || h.length != 0)
+    const std::size_t after = message.size() - header_size;
+    if (h.what == kind::data ? h.length == 0 || (after != 0 && (after != h.length || h.length > inline_limit))
+                             : (h.what != kind::end && h.what != kind::credits) || h.length != 0 || after != 0)
         return std::nullopt;
     return h;
 }
