@@ -71,7 +71,7 @@ asio::awaitable<void> run(Stream& s, test t) {
 
 int main(int argc, char** argv) {
     if (argc < 6 || argc > 9 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
-        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [MESSAGE_SIZE "
+        std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [RING_SIZE "
                      "[ACK_TIMEOUT]] | tcp | nodelay | many]\n";
         return 2;
     }

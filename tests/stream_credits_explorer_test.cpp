@@ -154,7 +154,10 @@ outcome explore(stream_credit_rules a, stream_credit_rules b, std::uint32_t writ
                     break;
                 }
                 ++here.arrived;
-                here.credits.heard(m.counts);
+                if (!here.credits.heard(m.counts)) {
+                    fail("a count of bytes read beyond those written");
+                    break;
+                }
                 if (m.data) {
                     here.unread.push_back(m.bytes);
                     here.ring_used += m.bytes;

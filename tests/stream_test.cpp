@@ -152,8 +152,8 @@ BOOST_FIXTURE_TEST_CASE(a_slow_reader_holds_the_writer_back_and_loses_nothing, s
         };
         auto slow_read = [&]() -> awaitable<std::vector<std::byte>> {
             co_await sleep_for(300ms);
-            // The server's two data receives (of three: one is kept for credits) and the
-            // client's two send buffers hold 2 KiB: the writer waits for the reader.
+            // The server's ring and the client's send ring hold 2 KiB (1 KiB each): the
+            // writer waits for the reader.
             BOOST_TEST(!written, "64 KiB written with nothing read: the writer was not held back");
             co_return co_await receive_all(p.server, 100, 8);
         };
@@ -758,14 +758,15 @@ BOOST_FIXTURE_TEST_CASE(a_peer_speaking_another_version_or_garbage_gets_a_clear_
     }());
 }
 
-// A write completes once its bytes are in the stream's send buffers; bytes waiting there
+// A write completes once its bytes are in the stream's send ring; bytes waiting there
 // for the peer's credits keep the context running until they are sent, as a socket's kernel
 // sends what a completed write left — run() does not return with them unsent.
 BOOST_FIXTURE_TEST_CASE(written_bytes_waiting_for_credits_keep_the_context_running, stream_fixture) {
     stream_pair p(ctx, tight, tight);
     run(ctx, p.open());
-    // Two messages fill the server's data receives (three, one kept for credits); the third
-    // waits in the client's buffers, its write completed.
+    // Two messages (the first write: at most half a ring each) fill the server's data
+    // receives (three, one kept for credits); the second write waits in the client's send
+    // ring, completed.
     const std::string first(1008, 'a'), second(500, 'b');
     bool written = false;
     asio::async_write(p.client, asio::buffer(first), [&](error_code ec, std::size_t) {

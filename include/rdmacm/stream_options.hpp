@@ -12,7 +12,8 @@ namespace rdmacm {
 struct stream_options {
     /// Receives kept posted for the peer's messages: how many messages the peer may have on
     /// the way before this side has read them. At least 3 (one is kept for credits). Each
-    /// holds only a message's 16 bytes: the data goes into the ring.
+    /// holds a message: its 16-byte header, and up to 1,008 bytes of data carried in it
+    /// (more goes into the ring by RDMA write).
     ///
     /// Few by default: a message, however few bytes it tells of, is a post, a completion
     /// and a wake-up on each side, and the writes made while the peer's window is shut go as
@@ -22,7 +23,7 @@ struct stream_options {
     std::uint32_t depth = 4;
     /// Bytes of each of the stream's two rings: the one the peer writes its data into (by
     /// RDMA write), and the one this side's writes fill. A message carries up to half the
-    /// smaller of this side's and the peer's. At least 2, at most 2^31.
+    /// smaller of this side's and the peer's. At least 2, at most 2^30 (else EINVAL, "stream_options").
     std::uint32_t ring_size = 262144;
     /// Messages of data this side has in flight at most (one more is kept for credits).
     std::uint32_t send_depth = 4;

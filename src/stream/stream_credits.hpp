@@ -81,9 +81,15 @@ public:
     }
     // A message of the peer's arrived, carrying its counts: the window and the room grow to
     // them (a count older than one heard already changes nothing; counts wrap at 2^32).
-    void heard(stream_counts peer) noexcept {
+    // False, and nothing heard, when the peer says it read bytes never written to it.
+    bool heard(stream_counts peer) noexcept {
+        const std::uint32_t newly_read = peer.consumed - peer_consumed_;
+        if (static_cast<std::int32_t>(newly_read) > 0) {
+            if (newly_read > written_ - peer_consumed_) return false;
+            peer_consumed_ = peer.consumed;
+        }
         if (static_cast<std::int32_t>(peer.posted - peer_posted_) > 0) peer_posted_ = peer.posted;
-        if (static_cast<std::int32_t>(peer.consumed - peer_consumed_) > 0) peer_consumed_ = peer.consumed;
+        return true;
     }
     // A receive was posted again here (its message read, or one of credits alone taken in).
     void reposted() noexcept { ++posted_; }

@@ -173,15 +173,15 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
             const auto message = std::span<const std::byte>(received_->buffer)
                                      .subspan(std::size_t{slot} * stream_wire::message_size, bytes);
             const auto h = stream_wire::parse(message);
-            // Data the peer says it wrote beyond what was read of the ring overwrote unread bytes.
+            // Data the peer says it wrote beyond what was read of the ring overwrote unread
+            // bytes; bytes it says it read were never written to it.
             if (!h || !credits_ || (end_heard_ && h->what == stream_wire::kind::data) ||
-                arrived_ + h->length - read_ > options_.ring_size) {
+                arrived_ + h->length - read_ > options_.ring_size || !credits_->heard({h->posted, h->consumed})) {
                 fail(errc::protocol_error);
                 close_queue_pair = true; // what the peer sends next finds no receive: its error
             } else {
                 if (!heard_) stop_nudging();
                 heard_ = true;
-                credits_->heard({h->posted, h->consumed});
                 if (h->what == stream_wire::kind::data) {
                     if (message.size() > stream_wire::header_size) into_ring(message.subspan(stream_wire::header_size));
                     data_.push_back({slot, h->length});
@@ -410,7 +410,7 @@ void stream_impl::write(handler h, const const_buffer_list& buffers) {
     if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), 0);
     if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
     writer_.emplace(waiting_write{std::move(h), buffers, id});
-    progress(); // copied into the send buffers if they have room, sent as the window allows
+    progress(); // copied into the send ring if it has room, sent as the window and the peer's ring allow
 }
 
 void stream_impl::shutdown(shutdown_handler h) {

@@ -83,10 +83,11 @@ struct hello {
 
 inline constexpr std::size_t hello_size = 24;
 // The fewest receives the credit rules work with, and the smallest and largest ring (counts of
-// its bytes wrap at 2^32, and are compared as signed differences: stream_credits.hpp).
+// its bytes wrap at 2^32 and are compared as signed differences, so a count may move by
+// less than 2^31 at once: a header tells of at most a whole ring read, stream_credits.hpp).
 inline constexpr std::uint32_t min_depth = 3;
 inline constexpr std::uint32_t min_ring_size = 2;
-inline constexpr std::uint32_t max_ring_size = std::uint32_t{1} << 31;
+inline constexpr std::uint32_t max_ring_size = std::uint32_t{1} << 30;
 
 inline std::array<std::byte, hello_size> encode(hello h) noexcept {
     std::array<std::byte, hello_size> out{std::byte{'A'}, std::byte{'R'}, std::byte{version}, std::byte{0}};

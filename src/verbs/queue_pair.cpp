@@ -167,7 +167,7 @@ void qp_impl::post(const work_request& wr, handler h, bool standing) {
 }
 
 void qp_impl::post(std::span<const work_request> chain, handler h, bool standing) {
-    constexpr std::size_t most = 4; // (the stream's longest: two writes and a send)
+    constexpr std::size_t most = 4; // (the stream's longest is three: two writes and a send)
     if (chain.empty() || chain.size() > most) throw std::length_error("qp_impl::post: a chain of 1 to 4");
     std::unique_lock lock(mutex_);
     if (const auto verdict = machine_.post(); verdict != qp_machine::posting::go) {
