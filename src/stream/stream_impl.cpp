@@ -26,6 +26,15 @@ constexpr bool standing = true;
 // The client's nudges (siw's R9): the first after this, then at twice the wait each time.
 constexpr std::chrono::milliseconds first_nudge{100}, last_nudge{1600};
 
+// The one or two pieces — f(offset, length, bytes before it) — that `n` bytes from position
+// `at` take in a ring of `size` bytes (at most `size` of them: they wrap once at most).
+template <typename F>
+void ring_pieces(std::uint64_t at, std::size_t n, std::size_t size, F&& f) {
+    const std::size_t offset = at % size, first = std::min(n, size - offset);
+    if (first > 0) f(offset, first, std::size_t{0});
+    if (n > first) f(std::size_t{0}, n - first, first);
+}
+
 // What an operation gets once the connection broke for `cause`: the peer speaking something
 // else is said so; any loss of the connection is a reset, as on a socket.
 error_code as_seen_by_user(error_code cause) {
@@ -267,15 +276,14 @@ std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
     const std::size_t size = options_.ring_size;
     std::size_t copied = 0;
     for (const auto& part : buffers.view()) {
-        for (std::size_t at = 0; at < part.size();) {
-            const std::size_t room = size - (staged_ - done_), offset = staged_ % size;
-            if (room == 0) return copied;
-            const std::size_t n = std::min({room, size - offset, part.size() - at});
-            std::memcpy(send_ring_->buffer.data() + offset, static_cast<const std::byte*>(part.data()) + at, n);
-            staged_ += n;
-            at += n;
-            copied += n;
-        }
+        const std::size_t n = std::min(size - (staged_ - done_), part.size());
+        ring_pieces(staged_, n, size, [&](std::size_t offset, std::size_t length, std::size_t before) {
+            std::memcpy(send_ring_->buffer.data() + offset, static_cast<const std::byte*>(part.data()) + before,
+                        length);
+        });
+        staged_ += n;
+        copied += n;
+        if (n < part.size()) break; // the ring is full
     }
     return copied;
 }
@@ -315,12 +323,10 @@ void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::
     std::size_t sges = 0, wrs = 0;
     const std::uint64_t ring = options_.ring_size;
     auto gather = [&](std::uint64_t at, std::uint64_t end) {
-        for (std::uint64_t p = at; p < end;) {
-            const std::uint64_t offset = p % ring, n = std::min(end - p, ring - offset);
+        ring_pieces(at, end - at, ring, [&](std::size_t offset, std::size_t length, std::size_t) {
             from[sges++] = {reinterpret_cast<std::uintptr_t>(send_ring_->buffer.data() + offset),
-                            static_cast<std::uint32_t>(n), send_ring_->region.lkey()};
-            p += n;
-        }
+                            static_cast<std::uint32_t>(length), send_ring_->region.lkey()};
+        });
     };
     const bool in_message = bytes <= stream_wire::inline_limit;
     for (std::uint64_t at = sent_, end = sent_ + bytes; !in_message && at < end;) {
@@ -344,10 +350,10 @@ void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::
 }
 
 void stream_impl::into_ring(std::span<const std::byte> bytes) noexcept {
-    const std::size_t size = options_.ring_size, offset = arrived_ % size,
-                      first = std::min(bytes.size(), size - offset);
-    std::memcpy(ring_->buffer.data() + offset, bytes.data(), first);
-    std::memcpy(ring_->buffer.data(), bytes.data() + first, bytes.size() - first);
+    ring_pieces(arrived_, bytes.size(), options_.ring_size,
+                [&](std::size_t offset, std::size_t length, std::size_t before) {
+                    std::memcpy(ring_->buffer.data() + offset, bytes.data() + before, length);
+                });
 }
 
 void stream_impl::repost(std::uint32_t slot) {
@@ -514,10 +520,12 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
                 std::size_t taken = 0;
                 while (taken < part.size() && !data_.empty()) {
                     auto& d = data_.front();
-                    const std::size_t offset = read_ % options_.ring_size;
-                    const std::size_t k =
-                        std::min({part.size() - taken, std::size_t{d.left}, options_.ring_size - offset});
-                    std::memcpy(static_cast<std::byte*>(part.data()) + taken, ring_->buffer.data() + offset, k);
+                    const std::size_t k = std::min(part.size() - taken, std::size_t{d.left});
+                    ring_pieces(read_, k, options_.ring_size,
+                                [&](std::size_t offset, std::size_t length, std::size_t before) {
+                                    std::memcpy(static_cast<std::byte*>(part.data()) + taken + before,
+                                                ring_->buffer.data() + offset, length);
+                                });
                     taken += k;
                     read_ += k;
                     d.left -= static_cast<std::uint32_t>(k);

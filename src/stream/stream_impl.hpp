@@ -106,7 +106,7 @@ private:
     void progress();                                           // what may go now goes; what may complete is woken
     std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied into the send ring
     // The next data message, if one may go: the send ring's bytes not sent yet, as many as
-    // the peer's ring has room for, up to a full message (Nagle's rule: see progress()).
+    // the peer's ring has room for, up to a full message; none while Nagle's rule holds them.
     std::uint32_t next_data() const noexcept;
     // A message with no data (credits, end of data), in the one control slot: false while
     // that one is in flight.
