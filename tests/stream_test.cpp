@@ -338,21 +338,26 @@ void until_quiet(const ibv_cq* cq) {
 // flight; the server, on a context of its own, reads meanwhile.
 // - Nine more writes of 64 bytes made then do not reach the server while it is held (with
 //   no_delay they do); released, they arrive, all 640 bytes once, in order.
-// - A write of 100,000 bytes (more than a message: a full one and a tail) with no small
-//   message in flight reaches the server whole while the client is held: its tail does
-//   not wait for the full one's completion (Minshall's variant).
+// - A write of 100,000 bytes (more than a message: the largest one and the rest) with no
+//   short message in flight reaches the server whole while the client is held: its rest
+//   does not wait for the first message's completion.
+// - A message of more than a packet (1,008 bytes) is not short, as a segment of TCP's MSS is
+//   not: a second write of 2,000 bytes made while the first one's message is in flight
+//   reaches the server while the client is held. (When "short" meant less than half a ring,
+//   each write of 64 KiB waited for the completion of the one before it.)
 BOOST_AUTO_TEST_CASE(small_writes_made_while_a_small_message_is_in_flight_wait_for_it) {
     for (const bool no_delay : {false, true}) {
         BOOST_TEST_CONTEXT("no_delay " << no_delay) {
             // (Before the contexts: handlers left when a check fails use them until the end.)
-            // (big: a full message and a tail, with the rings below)
+            // (big: the largest message and the rest, with the rings below)
             const std::string x = "x", big(100000, 'z');
-            std::string sent, got(640, '\0'), got_x(1, '\0'), got_big(big.size(), '\0');
+            const std::array<std::string, 2> two_packets{std::string(2000, 'p'), std::string(2000, 'q')};
+            std::string sent, got(640, '\0'), got_x(1, '\0'), got_big(big.size(), '\0'), got_two(4000, '\0');
             std::atomic<int> written{0};
             context_threads t(2); // 0: the client; 1: the listener and the server
             // Room for every write at once — 16 receives at the server, 16 messages in flight
             // from the client — so that only Nagle's rule holds any of them back; rings of
-            // 128 KiB, full messages of 64 KiB (big's full one and its tail).
+            // 128 KiB, messages of 64 KiB at most.
             stream_pair p(t[1], t[0], {.depth = 16, .ring_size = 131072},
                           {.ring_size = 131072, .send_depth = 16, .no_delay = no_delay});
             auto opened = asio::co_spawn(t[1], p.open(), asio::use_future);
@@ -396,14 +401,26 @@ BOOST_AUTO_TEST_CASE(small_writes_made_while_a_small_message_is_in_flight_wait_f
                 write(big);
                 BOOST_TEST_REQUIRE(held->wait_entered(10s), "the big write's completion never came");
                 auto whole = asio::async_read(p.server, asio::buffer(got_big), asio::use_future);
-                BOOST_TEST(ready_within(whole, 10s), "a write's tail waited for its full message's completion");
+                BOOST_TEST(ready_within(whole, 10s), "a write's rest waited for its first message's completion");
                 held.reset();
                 BOOST_TEST_REQUIRE(ready_within(whole, 10s), "the big write did not arrive");
                 whole.get();
                 BOOST_TEST((got_big == big));
+
+                until_quiet(cq);
+                held.emplace("ibv_get_cq_event returned", cq);
+                write(two_packets[0]);
+                BOOST_TEST_REQUIRE(held->wait_entered(10s), "the first 2,000-byte write's completion never came");
+                write(two_packets[1]);
+                auto both = asio::async_read(p.server, asio::buffer(got_two), asio::use_future);
+                BOOST_TEST(ready_within(both, 10s), "a write of more than a packet waited for another's completion");
+                held.reset();
+                BOOST_TEST_REQUIRE(ready_within(both, 10s), "the 2,000-byte writes did not arrive");
+                both.get();
+                BOOST_TEST((got_two == two_packets[0] + two_packets[1]));
             }
-            for (int i = 0; i < 100 && written != (no_delay ? 11 : 12); ++i) std::this_thread::sleep_for(50ms);
-            BOOST_TEST(written == (no_delay ? 11 : 12));
+            for (int i = 0; i < 100 && written != (no_delay ? 11 : 14); ++i) std::this_thread::sleep_for(50ms);
+            BOOST_TEST(written == (no_delay ? 11 : 14));
             p.client.close();
             p.server.close();
         }

@@ -28,13 +28,13 @@ struct stream_options {
     /// Messages of data this side has in flight at most (one more is kept for credits).
     std::uint32_t send_depth = 4;
     /// As a socket's `TCP_NODELAY`. False (the default): Nagle's rule, as Linux's TCP has
-    /// it (Minshall's variant). While a message shorter than a full one is in flight, a
-    /// write that leaves a message short does not send that one yet: the writes after
+    /// it (Minshall's variant). While a short message (one packet: 1,008 bytes or less) is
+    /// in flight, a write that leaves a short message does not send it yet: the writes after
     /// it join it, and it goes once the earlier one completes (over RoCE and InfiniBand,
     /// when the peer's device acknowledged it, with no delayed acknowledgement to wait for;
     /// over iWARP, when TCP took it). Small writes in a row then go as fewer messages, each
-    /// a post and a completion fewer; a write's full messages, and any write with no small
-    /// message in flight, go at once. True: each write goes at once, as the peer's window
+    /// a post and a completion fewer; a message of more than a packet, and any write with
+    /// no short message in flight, go at once. True: each write goes at once, as the peer's window
     /// allows.
     bool no_delay = false;
     /// As `queue_pair_options::poll_for`: zero, event-driven; positive, adaptive polling —

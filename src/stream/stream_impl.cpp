@@ -83,7 +83,7 @@ error_code stream_impl::opened(stream_wire::hello peer) {
     peer_ring_address_ = peer.ring_address;
     peer_ring_size_ = peer.ring_size;
     peer_rkey_ = peer.rkey;
-    full_message_ = std::max<std::uint32_t>(1, std::min(options_.ring_size, peer.ring_size) / 2);
+    largest_message_ = std::max<std::uint32_t>(1, std::min(options_.ring_size, peer.ring_size) / 2);
     try {
         free_headers_.reserve(options_.send_depth);
         for (std::uint32_t slot = options_.send_depth; slot-- > 0;) free_headers_.push_back(slot);
@@ -206,9 +206,9 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
     if (close_queue_pair) qp_->close();
 }
 
-void stream_impl::sent(std::uint32_t slot, std::uint32_t bytes, bool partly_full, error_code ec) {
+void stream_impl::sent(std::uint32_t slot, std::uint32_t bytes, bool short_data, error_code ec) {
     std::lock_guard lock(mutex_);
-    if (partly_full) --partly_full_in_flight_;
+    if (short_data) --short_in_flight_;
     if (slot == control_slot())
         control_busy_ = false;
     else
@@ -288,14 +288,19 @@ std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
     return copied;
 }
 
-// Nagle's rule as Linux's TCP has it, Minshall's variant (unless no_delay): a message shorter
-// than a full one waits while another short one is in flight; the writes after it join it,
-// and it goes when that one completes. A write's full messages, and its tail when no short
-// message is in flight, go at once.
+// Nagle's rule as Linux's TCP has it, Minshall's variant (unless no_delay): a short message
+// waits while another short one is in flight; the writes after it join it, and it goes when
+// that one completes. A message is short when it would be one packet (its bytes in the send,
+// as a segment below TCP's MSS) and less than the largest: what takes a write goes at once,
+// or every large write would wait a round trip for the one before it.
+bool stream_impl::is_short(std::uint32_t bytes) const noexcept {
+    return bytes <= stream_wire::inline_limit && bytes < largest_message_;
+}
+
 std::uint32_t stream_impl::next_data() const noexcept {
     const auto bytes =
-        static_cast<std::uint32_t>(std::min<std::uint64_t>({staged_ - sent_, credits_->room(), full_message_}));
-    if (bytes == 0 || (bytes < full_message_ && !options_.no_delay && partly_full_in_flight_ > 0)) return 0;
+        static_cast<std::uint32_t>(std::min<std::uint64_t>({staged_ - sent_, credits_->room(), largest_message_}));
+    if (bytes == 0 || (is_short(bytes) && !options_.no_delay && short_in_flight_ > 0)) return 0;
     return bytes;
 }
 
@@ -312,8 +317,8 @@ void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::
     stream_wire::put(header, {what, counts.posted, counts.consumed, bytes});
     ++posted_sends_;
     answered_ = answered_ || role_ == stream_role::server;
-    const bool partly_full = what == stream_wire::kind::data && bytes < full_message_;
-    if (partly_full) ++partly_full_in_flight_;
+    const bool short_data = what == stream_wire::kind::data && is_short(bytes);
+    if (short_data) ++short_in_flight_;
     // A small message's bytes go in it, gathered from the send ring after its header; a
     // larger one's by RDMA write into the peer's ring — one write for each part where that
     // ring wraps — then the message, which RC delivers after them. Each gathers from the
@@ -344,8 +349,8 @@ void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::
     chain[wrs++] = {work_request::kind::send, std::span(from).subspan(first, sges - first)};
     sent_ += bytes;
     qp_->post(std::span(chain).first(wrs),
-              [self = shared_from_this(), slot, bytes, partly_full](error_code ec, std::size_t) {
-                  self->sent(slot, bytes, partly_full, ec);
+              [self = shared_from_this(), slot, bytes, short_data](error_code ec, std::size_t) {
+                  self->sent(slot, bytes, short_data, ec);
               });
 }
 

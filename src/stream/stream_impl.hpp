@@ -91,7 +91,7 @@ private:
 
     // Completions (on the queue pair's executor).
     void arrived(std::uint32_t slot, error_code ec, std::size_t bytes);
-    void sent(std::uint32_t slot, std::uint32_t bytes, bool partly_full, error_code ec);
+    void sent(std::uint32_t slot, std::uint32_t bytes, bool short_data, error_code ec);
     void nudge();
     void arm_nudge();             // under the lock
     void stop_nudging() noexcept; // under the lock
@@ -106,8 +106,10 @@ private:
     void progress();                                           // what may go now goes; what may complete is woken
     std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied into the send ring
     // The next data message, if one may go: the send ring's bytes not sent yet, as many as
-    // the peer's ring has room for, up to a full message; none while Nagle's rule holds them.
+    // the peer's ring has room for, up to the largest message; none while Nagle's rule
+    // holds them.
     std::uint32_t next_data() const noexcept;
+    bool is_short(std::uint32_t bytes) const noexcept; // a data message Nagle's rule counts
     // A message with no data (credits, end of data), in the one control slot: false while
     // that one is in flight.
     bool send_control(stream_wire::kind what);
@@ -146,7 +148,7 @@ private:
     // The peer's ring, from its hello; the most bytes one message carries (half the smaller
     // ring: one fills while one is in flight).
     std::uint64_t peer_ring_address_ = 0;
-    std::uint32_t peer_ring_size_ = 0, peer_rkey_ = 0, full_message_ = 0;
+    std::uint32_t peer_ring_size_ = 0, peer_rkey_ = 0, largest_message_ = 0;
     // Bytes through the send ring, cumulative: copied in by writes, sent (their messages
     // posted), done (their messages completed: the ring's room again). RC completes sends
     // in order, so `done_` follows `sent_`.
@@ -158,8 +160,8 @@ private:
     std::vector<std::uint32_t> free_headers_;
     bool control_busy_ = false;
     std::uint64_t posted_sends_ = 0, completed_sends_ = 0;
-    // Data messages sent with room left, not yet completed (Nagle's rule).
-    std::uint32_t partly_full_in_flight_ = 0;
+    // Short data messages sent, not yet completed (Nagle's rule).
+    std::uint32_t short_in_flight_ = 0;
     std::uint64_t end_send_ = 0; // posted_sends_ once the end of data was posted
     bool heard_ = false;         // a message of the peer's arrived
     bool answered_ = false;      // the server's first message (its answer to the client's) went
