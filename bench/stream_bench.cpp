@@ -1,5 +1,5 @@
 // stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [RING_SIZE [ACK_TIMEOUT]]]
-// stream_bench server|client ADDRESS PORT SIZE COUNT tcp|nodelay|many
+// stream_bench server|client ADDRESS PORT SIZE COUNT tcp|nodelay|many|inplace
 // rdmacm::stream measured the way rdma-core's rstream measures rsockets (and TCP, `rstream
 // -T s`), for bench/stream_compare.sh to print beside them from the same run: after a
 // 16-byte exchange, the client writes COUNT transfers of SIZE bytes, then reads COUNT back;
@@ -12,7 +12,11 @@
 // peer follows it). `nodelay`: event-driven, each write sent at once
 // (stream_options::no_delay; by default small writes made while a message is in flight
 // wait for it, Nagle's rule). `many`: event-driven, with 16 messages in flight each way
-// (`depth` and `send_depth`; the stream had 16 by default until 2026-12-07, 4 since). `tcp`: the
+// (`depth` and `send_depth`; the stream had 16 by default until 2026-12-07, 4 since).
+// `inplace`: event-driven, each write made in the send ring (async_prepare_write, then
+// commit_write), its bytes left as they are, as ib_write_bw sends its buffer as it is: the
+// stream without the copy of its writes (a program that makes its data in place pays for
+// making it, not for a copy). `tcp`: the
 // same code over Asio's own TCP socket (no delay), on the device's address: what Asio's
 // operations cost, without RDMA.
 #include "connected.hpp"
@@ -24,6 +28,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,17 +39,31 @@ namespace {
 
 struct test {
     std::size_t size, count;
-    bool client;
+    bool client, in_place;
 };
+
+// A transfer's bytes, sent: copied from `data`, or made in the send ring (left as they are).
+template <typename Stream>
+asio::awaitable<void> send(Stream& s, std::span<const char> data, bool in_place) {
+    if constexpr (requires { s.commit_write(0); }) {
+        for (std::size_t left = data.size(); in_place && left > 0;) {
+            const auto b = co_await s.async_prepare_write(left, use_awaitable);
+            s.commit_write(b.size());
+            left -= b.size();
+        }
+        if (in_place) co_return;
+    }
+    co_await asio::async_write(s, asio::buffer(data.data(), data.size()), use_awaitable);
+}
 
 // One pass of rstream's run_test: the client sends, then receives; the server the reverse.
 template <typename Stream>
-asio::awaitable<void> transfers(Stream& s, std::vector<char>& buf, std::size_t size, std::size_t count,
-                                bool send_first) {
+asio::awaitable<void> transfers(Stream& s, std::vector<char>& buf, std::size_t size, std::size_t count, bool send_first,
+                                bool in_place) {
     for (int half = 0; half < 2; ++half)
         for (std::size_t t = 0; t < count; ++t) {
             if ((half == 0) == send_first)
-                co_await asio::async_write(s, asio::buffer(buf.data(), size), use_awaitable);
+                co_await send(s, std::span<const char>(buf.data(), size), in_place);
             else
                 co_await asio::async_read(s, asio::buffer(buf.data(), size), use_awaitable);
         }
@@ -53,9 +72,9 @@ asio::awaitable<void> transfers(Stream& s, std::vector<char>& buf, std::size_t s
 template <typename Stream>
 asio::awaitable<void> run(Stream& s, test t) {
     std::vector<char> buf(std::max<std::size_t>(t.size, 16), 'x');
-    co_await transfers(s, buf, 16, 1, t.client); // (rstream's sync_test)
+    co_await transfers(s, buf, 16, 1, t.client, false); // (rstream's sync_test)
     const auto start = std::chrono::steady_clock::now();
-    co_await transfers(s, buf, t.size, t.count, t.client);
+    co_await transfers(s, buf, t.size, t.count, t.client, t.in_place);
     const double usec = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     const double bytes = 2.0 * static_cast<double>(t.size * t.count);
     std::printf("stream %zu %zu time_s %.3f gbps %.3f usec_per_xfer %.2f\n", t.size, t.count, usec / 1e6,
@@ -72,16 +91,16 @@ asio::awaitable<void> run(Stream& s, test t) {
 int main(int argc, char** argv) {
     if (argc < 6 || argc > 9 || (std::string(argv[1]) != "server" && std::string(argv[1]) != "client")) {
         std::cerr << "usage: stream_bench server|client ADDRESS PORT SIZE COUNT [POLL_US [RING_SIZE "
-                     "[ACK_TIMEOUT]] | tcp | nodelay | many]\n";
+                     "[ACK_TIMEOUT]] | tcp | nodelay | many | inplace]\n";
         return 2;
     }
-    const test t{std::stoul(argv[4]), std::stoul(argv[5]), std::string(argv[1]) == "client"};
     const std::string mode = argc >= 7 ? argv[6] : "0";
     const bool over_tcp = argc == 7 && mode == "tcp", no_delay = argc == 7 && mode == "nodelay",
-               many = argc == 7 && mode == "many";
+               many = argc == 7 && mode == "many", in_place = argc == 7 && mode == "inplace";
+    const test t{std::stoul(argv[4]), std::stoul(argv[5]), std::string(argv[1]) == "client", in_place};
+    const bool named = over_tcp || no_delay || many || in_place;
     rdmacm::stream_options options{.no_delay = no_delay,
-                                   .poll_for =
-                                       std::chrono::microseconds(over_tcp || no_delay || many ? 0 : std::stoi(mode))};
+                                   .poll_for = std::chrono::microseconds(named ? 0 : std::stoi(mode))};
     if (many) options.depth = options.send_depth = 16;
     if (argc >= 8) options.ring_size = static_cast<std::uint32_t>(std::stoul(argv[7]));
     if (argc == 9) options.ack_timeout = static_cast<std::uint8_t>(std::stoul(argv[8]));

@@ -7,7 +7,9 @@
 #   each write sent at once, stream_options::no_delay, where the default waits while a
 #   message is in flight, Nagle's rule; event-driven with 16 receives and send buffers
 #   of 16 KiB, the defaults until 2026-12-07, where today's are 4 of 64 KiB, the same
-#   memory: stream_many; and polling 50 us before it sleeps:
+#   memory: stream_many; each write made in the send ring, without the copy
+#   (async_prepare_write; its bytes left as they are, as ib_write_bw's): stream_inplace;
+#   and polling 50 us before it sleeps:
 #   stream_options::poll_for; rsockets polls too, by default), rdma-core's
 #   rsockets through its own tools rstream and riostream, TCP in the same VM (`rstream -T s`),
 #   and the same benchmark code as ours over Asio's own TCP socket (what Asio's operations
@@ -69,6 +71,7 @@ transfer() {
     stream_poll) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" 50 ;;
     stream_nodelay) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" nodelay ;;
     stream_many) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" many ;;
+    stream_inplace) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" inplace ;;
     asio_tcp) pair server client "$build/bench/stream_bench" ROLE "$addr" $port "$size" "$count" tcp ;;
     rstream | riostream | tcp)
         local cmd=rstream
@@ -79,7 +82,7 @@ transfer() {
 }
 result() { # TOOL: the last transfer's microseconds per transfer
     case $1 in
-    stream | stream_poll | stream_nodelay | stream_many | asio_tcp) awk '$1 == "stream" {print $9}' "$work/client" ;;
+    stream | stream_poll | stream_nodelay | stream_many | stream_inplace | asio_tcp) awk '$1 == "stream" {print $9}' "$work/client" ;;
     *) awk '$1 == "custom" {print $NF}' "$work/client" ;;
     esac
 }
@@ -99,7 +102,7 @@ limit() {
 }
 
 count_with=()
-tools="stream stream_nodelay stream_many stream_poll rstream riostream tcp asio_tcp"
+tools="stream stream_nodelay stream_many stream_inplace stream_poll rstream riostream tcp asio_tcp"
 for cfg in "64 1000" "65536 200"; do
     read -r size count <<<"$cfg"
     declare -A usec=()

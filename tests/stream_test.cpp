@@ -1,7 +1,8 @@
 // rdmacm::stream on the kernel CM and a real (soft) device: bytes delivered once, in order,
 // both ways at once, whatever the read and write sizes; the end of the data as eof, each way
 // on its own; a slow reader holds the writer back (credits), nothing lost; a cancelled read
-// or a waiting write cancelled loses nothing; a peer that closes is a reset, not a hang; a
+// or a waiting write cancelled loses nothing; writes filled in place in the send ring mix
+// with copied ones; a peer that closes is a reset, not a hang; a
 // peer that does not speak the protocol is refused; Asio's composed reads run over it; small
 // writes wait while a small message is in flight (Nagle's rule), a big write's tail does not;
 // the keep-alive's probes tell a reader of a peer gone and are invisible to the peer; a
@@ -17,8 +18,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -201,6 +204,104 @@ BOOST_FIXTURE_TEST_CASE(a_waiting_write_cancelled_sent_nothing, stream_fixture) 
         auto got = co_await receive_all(p.server, 4096, 10);
         BOOST_TEST(got.size() == sent, "read " << got.size() << " bytes of the " << sent << " written");
         BOOST_TEST((std::equal(got.begin(), got.end(), data.begin())), "the bytes differ");
+    }());
+}
+
+// Writes filled in place (async_prepare_write, commit_write) and copied ones, mixed, of
+// random sizes, some commits taking fewer bytes than handed out or none, through rings of
+// 5,000 bytes (every handed-out buffer ends at the ring's end at most): the server reads
+// every committed byte once, in order.
+BOOST_FIXTURE_TEST_CASE(writes_filled_in_place_arrive_in_order_with_copied_ones, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        const stream_options small_rings{.depth = 3, .ring_size = 5000, .send_depth = 2};
+        stream_pair p(ctx, small_rings, small_rings);
+        co_await p.open();
+        const auto data = random_bytes(at_volume(1024 * 1024), 11);
+        std::size_t in_place = 0, handed_out_short = 0;
+        auto write = [&]() -> awaitable<void> {
+            std::mt19937 rng(12);
+            for (std::size_t at = 0; at < data.size();) {
+                const std::size_t n = std::min<std::size_t>(rng() % 3000 + 1, data.size() - at);
+                if (rng() % 2 == 0) {
+                    at += co_await p.client.async_write_some(asio::buffer(data.data() + at, n), use_awaitable);
+                    continue;
+                }
+                const auto b = co_await p.client.async_prepare_write(n, use_awaitable);
+                if (b.size() == 0 || b.size() > n) throw std::runtime_error("handed out 0 or more than asked");
+                handed_out_short += b.size() < n;
+                const std::size_t k = rng() % 4 == 0 ? rng() % (b.size() + 1) : b.size(); // (some: fewer)
+                std::memcpy(b.data(), data.data() + at, k);
+                p.client.commit_write(k);
+                at += k;
+                in_place += k;
+            }
+            co_await p.client.async_shutdown(use_awaitable);
+        };
+        std::vector<std::byte> got;
+        co_await (write() && [&]() -> awaitable<void> { got = co_await receive_all(p.server, 4000, 13); }());
+        BOOST_TEST(in_place > data.size() / 3);
+        BOOST_TEST(handed_out_short > 0, "no buffer ended at the ring's end or its room");
+        BOOST_TEST(got.size() == data.size());
+        BOOST_TEST((got == data), "the bytes differ");
+    }());
+}
+
+// A buffer handed out is the stream's one outstanding write until its commit: another write
+// or prepare fails with errc::operation_in_progress, a commit of more than was handed out
+// with EINVAL (nothing sent), and the end of the data waits for the commit.
+// A prepare of nothing completes at once, empty; one waiting for room (the server reads
+// nothing) ends, cancelled, with operation_aborted and nothing handed out; after close, a
+// commit fails with errc::not_open.
+BOOST_FIXTURE_TEST_CASE(a_buffer_handed_out_is_the_one_outstanding_write_until_its_commit, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx, tight, tight);
+        co_await p.open();
+        auto [ec0, nothing] = co_await p.client.async_prepare_write(0, asio::as_tuple(use_awaitable));
+        BOOST_TEST(!ec0, ec0.message());
+        BOOST_TEST(nothing.size() == 0u);
+
+        const std::string hello = "hello";
+        auto b = co_await p.client.async_prepare_write(hello.size(), use_awaitable);
+        BOOST_TEST_REQUIRE(b.size() == hello.size());
+        std::memcpy(b.data(), hello.data(), hello.size());
+        auto [ec1, n1] = co_await p.client.async_write_some(asio::buffer(hello), asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec1 == make_error_code(errc::operation_in_progress), ec1.message());
+        auto [ec2, b2] = co_await p.client.async_prepare_write(1, asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec2 == make_error_code(errc::operation_in_progress), ec2.message());
+        error_code ec3;
+        p.client.commit_write(hello.size() + 1, ec3);
+        BOOST_TEST(ec3 == make_error_code(asio::error::invalid_argument), ec3.message());
+        p.client.shutdown(); // (queued behind the handed-out buffer)
+        co_await sleep_for(100ms);
+        p.client.commit_write(hello.size());
+        std::string got;
+        auto [ec4, n4] = co_await asio::async_read(p.server, asio::dynamic_buffer(got), asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec4 == asio::error::eof, ec4.message());
+        BOOST_TEST(got == hello, "the end came before the committed bytes, or they differ");
+
+        // The server's way: it reads nothing, so its send ring fills and a prepare waits.
+        std::size_t committed = 0;
+        int cancelled = 0;
+        while (cancelled == 0 && committed < 64 * 1024) {
+            auto r = co_await (p.server.async_prepare_write(4096, use_awaitable) || sleep_for(100ms));
+            if (r.index() == 1) {
+                ++cancelled;
+                break;
+            }
+            const auto part = std::get<0>(r);
+            std::memset(part.data(), 'z', part.size());
+            p.server.commit_write(part.size());
+            committed += part.size();
+        }
+        BOOST_TEST(cancelled == 1, "the send ring never filled");
+        p.server.shutdown();
+        auto back = co_await receive_all(p.client, 4096, 14);
+        BOOST_TEST(back.size() == committed);
+        BOOST_TEST((std::all_of(back.begin(), back.end(), [](std::byte x) { return x == std::byte{'z'}; })));
+        p.server.close();
+        error_code ec5;
+        p.server.commit_write(0, ec5);
+        BOOST_TEST(ec5 == make_error_code(errc::not_open), ec5.message());
     }());
 }
 

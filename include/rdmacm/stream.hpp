@@ -102,7 +102,8 @@ struct accept_stream_op {
 /// stream's send ring (`ring_size` bytes), as a socket's write completes once the kernel
 /// has them; they go to the peer as its ring and receives allow, small writes made
 /// meanwhile as one message. A write may write less than asked (a partial transfer;
-/// `asio::async_write` goes on), and waits while the send ring is full. A read
+/// `asio::async_write` goes on), and waits while the send ring is full; a write made in the
+/// send ring itself (`async_prepare_write`, then `commit_write`) skips the copy. A read
 /// completes with at least one byte; after the peer's `shutdown` and everything it sent
 /// before, with `asio::error::eof`. Empty buffers complete with 0 at once (never inside the
 /// call).
@@ -250,6 +251,28 @@ public:
                           Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return boost::asio::async_initiate<Token, void(error_code, std::size_t)>(
             initiate_write{{}, impl_, executor_}, token, detail::const_buffer_list(buffers));
+    }
+
+    /// The send ring's next free bytes, handed out to be filled in place: a write without the
+    /// copy of `async_write_some` (for data made where it goes: serialized, read from a file).
+    /// `commit_write(n)` then sends the first `n` of them. Completes once the ring has room,
+    /// with 1 to `max_size` bytes: fewer where the ring has less room, or wraps (the next
+    /// call hands out its start). Until `commit_write`, the buffer is the caller's and it is
+    /// the stream's outstanding write: another write or prepare fails with
+    /// errc::operation_in_progress, and the end of the data (`shutdown`) waits for the commit.
+    /// The buffer is valid until `commit_write` or `close`.
+    /// @par Completion Signature
+    /// `void(error_code, asio::mutable_buffer)`; an empty buffer for `max_size` 0 (at once).
+    /// @par Errors
+    /// As for `async_write_some`.
+    /// @par Per-Operation Cancellation
+    /// terminal, partial, total while it waits: nothing is handed out.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, boost::asio::mutable_buffer))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_prepare_write(std::size_t max_size,
+                             Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return boost::asio::async_initiate<Token, void(error_code, boost::asio::mutable_buffer)>(
+            initiate_prepare_write{{}, impl_, executor_}, token, max_size);
     }
 
     /// Sends the end of the data after everything written; completes once it and all

@@ -133,6 +133,22 @@ void stream_base::start_write(const std::shared_ptr<stream_impl>& impl, const ex
     boost::asio::post(fallback, boost::asio::append(std::move(h), errc::not_open, std::size_t{0}));
 }
 
+void stream_base::start_prepare_write(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
+                                      fill_handler h, std::size_t max_size) {
+    if (impl) return impl->prepare_write(std::move(h), max_size);
+    boost::asio::post(fallback, boost::asio::append(std::move(h), errc::not_open, boost::asio::mutable_buffer()));
+}
+
+void stream_base::commit_write(std::size_t n) {
+    error_code ec;
+    commit_write(n, ec);
+    if (ec) throw boost::system::system_error(ec, "commit_write");
+}
+
+void stream_base::commit_write(std::size_t n, error_code& ec) noexcept {
+    ec = impl_ ? impl_->commit_write(n) : error_code(errc::not_open);
+}
+
 void stream_base::start_shutdown(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
                                  shutdown_handler h) {
     if (impl) return impl->shutdown(std::move(h));

@@ -4,6 +4,8 @@
 #include "common/dispatch_to_handler.hpp"
 #include "common/post_on.hpp"
 
+#include "rdmacm/detail/call_error.hpp"
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -58,6 +60,18 @@ std::shared_ptr<stream_impl> stream_impl::create(std::shared_ptr<qp_impl> qp, st
 
 stream_impl::stream_impl(std::shared_ptr<qp_impl> qp, stream_role role, const stream_options& options)
     : qp_(std::move(qp)), role_(role), options_(options) {}
+
+template <typename Handler, typename... Args>
+void stream_impl::post_later(Handler h, Args... args) {
+    auto to = qp_->enter_executor(); // (a call into the context until the post is made: W7)
+    if (to.executor)
+        post_on(to.executor, [h = std::move(h), ex = to.executor, args...]() mutable {
+            dispatch_to_handler(std::move(h), ex, args...);
+        });
+    else
+        std::get<std::vector<Handler>>(unrun_).push_back(
+            std::move(h)); // (not destroyed under the lock: see context_gone)
+}
 
 std::shared_ptr<stream_impl::memory> stream_impl::make_memory(std::size_t bytes, int access) const {
     ibv_qp* native = qp_->native();
@@ -227,12 +241,23 @@ void stream_impl::progress() {
             post_completion(std::move(writer_->h), as_seen_by_user(broken_), 0);
             writer_.reset();
         }
+        if (filler_) {
+            post_completion(std::move(filler_->h), as_seen_by_user(broken_), boost::asio::mutable_buffer());
+            filler_.reset();
+        }
         if (shutdown_waiter_) post_completion(std::move(shutdown_waiter_), as_seen_by_user(broken_));
     } else {
         if (writer_) {
             if (const std::size_t n = buffer_data(writer_->buffers)) {
                 post_completion(std::move(writer_->h), {}, n);
                 writer_.reset();
+            }
+        }
+        if (filler_) {
+            if (const auto free = free_space(filler_->max_size); free.size() > 0) {
+                handed_out_ = free.size();
+                post_completion(std::move(filler_->h), {}, free);
+                filler_.reset();
             }
         }
         if (may_speak()) {
@@ -244,7 +269,7 @@ void stream_impl::progress() {
                 free_headers_.pop_back();
                 post_message(slot, stream_wire::kind::data, bytes);
             }
-            if (end_ == end_state::queued && !writer_ && staged_ == sent_ && credits_->may_send_data() &&
+            if (end_ == end_state::queued && !writing() && staged_ == sent_ && credits_->may_send_data() &&
                 send_control(stream_wire::kind::end)) {
                 end_ = end_state::sent;
                 end_send_ = posted_sends_;
@@ -286,6 +311,12 @@ std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
         if (n < part.size()) break; // the ring is full
     }
     return copied;
+}
+
+boost::asio::mutable_buffer stream_impl::free_space(std::size_t most) noexcept {
+    const std::size_t size = options_.ring_size, offset = staged_ % size;
+    const std::size_t n = std::min({most, size - (staged_ - done_), size - offset});
+    return {send_ring_->buffer.data() + offset, n};
 }
 
 // Nagle's rule as Linux's TCP has it, Minshall's variant (unless no_delay): a short message
@@ -382,8 +413,8 @@ void stream_impl::update_hold() noexcept {
     // else would send them (a socket's kernel would).
     const bool end_waits = end_ == end_state::queued && !broken_ && !closed_;
     const bool bytes_wait = staged_ != sent_ && !broken_ && !closed_;
-    const int want = int{reader_.has_value()} + int{writer_.has_value()} + int{end_waits} + int{bytes_wait} +
-                     int{static_cast<bool>(shutdown_waiter_)};
+    const int want = int{reader_.has_value()} + int{writer_.has_value()} + int{filler_.has_value()} + int{end_waits} +
+                     int{bytes_wait} + int{static_cast<bool>(shutdown_waiter_)};
     if (want == held_) return;
     qp_->waiting_beside(want - held_); // the context runs while they wait, wherever the id moves
     held_ = want;
@@ -392,7 +423,8 @@ void stream_impl::update_hold() noexcept {
 // In place before the operation can complete on another thread (as a pool's receive). Every
 // type: a read's wait ends with its bytes left for the next read, a write's with nothing
 // of it written.
-std::uint64_t stream_impl::on_cancellation(handler& h, void (stream_impl::*cancel)(std::uint64_t) noexcept) {
+template <typename Handler>
+std::uint64_t stream_impl::on_cancellation(Handler& h, void (stream_impl::*cancel)(std::uint64_t) noexcept) {
     const std::uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
     auto slot = boost::asio::get_associated_cancellation_slot(h);
     if (slot.is_connected())
@@ -416,12 +448,36 @@ void stream_impl::write(handler h, const const_buffer_list& buffers) {
     const std::uint64_t id = on_cancellation(h, &stream_impl::cancel_write);
     std::lock_guard lock(mutex_);
     if (closed_) return post_completion(std::move(h), errc::not_open, 0);
-    if (writer_) return post_completion(std::move(h), errc::operation_in_progress, 0);
+    if (writing()) return post_completion(std::move(h), errc::operation_in_progress, 0);
     if (end_ != end_state::none) return post_completion(std::move(h), boost::asio::error::broken_pipe, 0);
     if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), 0);
     if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
     writer_.emplace(waiting_write{std::move(h), buffers, id});
     progress(); // copied into the send ring if it has room, sent as the window and the peer's ring allow
+}
+
+void stream_impl::prepare_write(fill_handler h, std::size_t max_size) {
+    const std::uint64_t id = on_cancellation(h, &stream_impl::cancel_fill);
+    std::lock_guard lock(mutex_);
+    const boost::asio::mutable_buffer none;
+    if (closed_) return post_completion(std::move(h), errc::not_open, none);
+    if (writing()) return post_completion(std::move(h), errc::operation_in_progress, none);
+    if (end_ != end_state::none) return post_completion(std::move(h), boost::asio::error::broken_pipe, none);
+    if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), none);
+    if (max_size == 0) return post_completion(std::move(h), {}, none);
+    filler_.emplace(waiting_fill{std::move(h), max_size, id});
+    progress(); // handed out if the send ring has room
+}
+
+error_code stream_impl::commit_write(std::size_t n) noexcept {
+    std::lock_guard lock(mutex_);
+    if (closed_) return errc::not_open;
+    if (n > handed_out_) return RDMACM_CALL_ERRNO("commit_write", EINVAL);
+    handed_out_ = 0;
+    if (broken_) return as_seen_by_user(broken_);
+    staged_ += n;
+    progress(); // sent as a write's bytes are
+    return {};
 }
 
 void stream_impl::shutdown(shutdown_handler h) {
@@ -456,15 +512,28 @@ void stream_impl::cancel_write(std::uint64_t id) noexcept {
     update_hold();
 }
 
+void stream_impl::cancel_fill(std::uint64_t id) noexcept {
+    std::lock_guard lock(mutex_);
+    if (!filler_ || filler_->id != id) return; // handed out already
+    post_completion(std::move(filler_->h), boost::asio::error::operation_aborted, boost::asio::mutable_buffer());
+    filler_.reset();
+    progress(); // (the end of the data may have waited for it)
+}
+
 void stream_impl::close() noexcept {
     {
         std::lock_guard lock(mutex_);
         if (closed_) return;
         if (reader_) post_completion(std::move(reader_->h), boost::asio::error::operation_aborted, 0);
         if (writer_) post_completion(std::move(writer_->h), boost::asio::error::operation_aborted, 0);
+        if (filler_)
+            post_completion(std::move(filler_->h), boost::asio::error::operation_aborted,
+                            boost::asio::mutable_buffer());
         if (shutdown_waiter_) post_completion(std::move(shutdown_waiter_), boost::asio::error::operation_aborted);
         reader_.reset();
         writer_.reset();
+        filler_.reset();
+        handed_out_ = 0;
         closed_ = true;
         data_.clear(); // their buffers are not posted again
         stop_nudging();
@@ -477,15 +546,15 @@ void stream_impl::context_gone() noexcept {
     // Destroyed outside the lock: a coroutine frame they hold may close the stream.
     std::optional<waiting_read> r;
     std::optional<waiting_write> w;
+    std::optional<waiting_fill> f;
     shutdown_handler s;
-    std::vector<handler> unrun;
-    std::vector<shutdown_handler> unrun_shutdown;
+    decltype(unrun_) unrun;
     std::lock_guard lock(mutex_);
     r.swap(reader_);
     w.swap(writer_);
+    f.swap(filler_);
     s = std::move(shutdown_waiter_);
     unrun.swap(unrun_);
-    unrun_shutdown.swap(unrun_shutdown_);
     update_hold();
 }
 
@@ -494,7 +563,7 @@ void stream_impl::wake_read(handler h, const mutable_buffer_list& buffers) {
     const auto& ex = to.executor;
     if (!ex) { // the context has shut down: nothing runs there any more
         read_woken_.reset();
-        unrun_.push_back(std::move(h));
+        std::get<std::vector<handler>>(unrun_).push_back(std::move(h));
         return;
     }
     post_on(ex, [self = shared_from_this(), h = std::move(h), buffers, ex]() mutable {
@@ -549,25 +618,6 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
         }
     }
     std::move(h)(ec, n);
-}
-
-void stream_impl::post_completion(handler h, error_code ec, std::size_t n) {
-    auto to = qp_->enter_executor(); // (a call into the context until the post is made: W7)
-    if (to.executor)
-        post_on(to.executor, [h = std::move(h), ex = to.executor, ec, n]() mutable {
-            dispatch_to_handler(std::move(h), ex, ec, n);
-        });
-    else
-        unrun_.push_back(std::move(h)); // (not destroyed under the lock: see context_gone)
-}
-
-void stream_impl::post_completion(shutdown_handler h, error_code ec) {
-    auto to = qp_->enter_executor();
-    if (to.executor)
-        post_on(to.executor,
-                [h = std::move(h), ex = to.executor, ec]() mutable { dispatch_to_handler(std::move(h), ex, ec); });
-    else
-        unrun_shutdown_.push_back(std::move(h));
 }
 
 } // namespace rdmacm::detail

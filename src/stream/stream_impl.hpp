@@ -31,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace rdmacm::detail {
@@ -39,6 +40,7 @@ class stream_impl final : public std::enable_shared_from_this<stream_impl>, publ
 public:
     using handler = stream_base::handler;
     using shutdown_handler = stream_base::shutdown_handler;
+    using fill_handler = stream_base::fill_handler;
 
     // Registers the rings and the receives' buffers on `qp`'s protection domain and posts
     // the receives; throws system_error ("ibv_reg_mr"; errc::not_open with no queue pair).
@@ -55,6 +57,10 @@ public:
 
     void read(handler h, const mutable_buffer_list& buffers);
     void write(handler h, const const_buffer_list& buffers);
+    // Hands out the send ring's next free bytes (1 to `max_size`) once it has room; a
+    // commit sends what was filled of them.
+    void prepare_write(fill_handler h, std::size_t max_size);
+    error_code commit_write(std::size_t n) noexcept;
     // Queues the end of the data; `h` (if any) completes once it and everything before it
     // was sent and acknowledged by the peer's device.
     void shutdown(shutdown_handler h);
@@ -84,6 +90,11 @@ private:
         const_buffer_list buffers;
         std::uint64_t id;
     };
+    struct waiting_fill {
+        fill_handler h;
+        std::size_t max_size;
+        std::uint64_t id;
+    };
     enum class end_state : std::uint8_t { none, queued, sent };
 
     stream_impl(std::shared_ptr<qp_impl> qp, stream_role role, const stream_options& options);
@@ -105,6 +116,10 @@ private:
     // Under the lock.
     void progress();                                           // what may go now goes; what may complete is woken
     std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied into the send ring
+    // The send ring's free bytes after what was written, up to `most` and to where it wraps.
+    boost::asio::mutable_buffer free_space(std::size_t most) noexcept;
+    // A write, or a prepared write, waits or is handed out: the one write-side operation.
+    bool writing() const noexcept { return writer_ || filler_ || handed_out_ > 0; }
     // The next data message, if one may go: the send ring's bytes not sent yet, as many as
     // the peer's ring has room for, up to the largest message; none while Nagle's rule
     // holds them.
@@ -126,14 +141,21 @@ private:
     bool may_speak() const noexcept; // the server: once the client spoke (siw R10)
 
     // The operation's id; its handler's cancellation slot, if connected, calls `cancel` with it.
-    std::uint64_t on_cancellation(handler& h, void (stream_impl::*cancel)(std::uint64_t) noexcept);
+    template <typename Handler>
+    std::uint64_t on_cancellation(Handler& h, void (stream_impl::*cancel)(std::uint64_t) noexcept);
     void cancel_read(std::uint64_t id) noexcept;
     void cancel_write(std::uint64_t id) noexcept;
+    void cancel_fill(std::uint64_t id) noexcept;
     void wake_read(handler h, const mutable_buffer_list& buffers); // queued; deliver() takes the bytes
     void deliver(handler h, const mutable_buffer_list& buffers);
-    // `h` completes with (ec, n) on the queue pair's executor, never inline.
-    void post_completion(handler h, error_code ec, std::size_t n);
-    void post_completion(shutdown_handler h, error_code ec);
+    // `h` completes with (ec, ...) on the queue pair's executor, never inline.
+    void post_completion(handler h, error_code ec, std::size_t n) { post_later(std::move(h), ec, n); }
+    void post_completion(shutdown_handler h, error_code ec) { post_later(std::move(h), ec); }
+    void post_completion(fill_handler h, error_code ec, boost::asio::mutable_buffer b) {
+        post_later(std::move(h), ec, b);
+    }
+    template <typename Handler, typename... Args>
+    void post_later(Handler h, Args... args);
 
     std::shared_ptr<qp_impl> qp_;
     const stream_role role_;
@@ -173,13 +195,14 @@ private:
     std::optional<std::uint64_t> read_woken_; // a read whose handler is queued
     bool read_woken_cancelled_ = false;
     std::optional<waiting_write> writer_;
+    std::optional<waiting_fill> filler_;
+    std::size_t handed_out_ = 0; // the send ring's bytes a prepared write handed out, not committed
     shutdown_handler shutdown_waiter_;
     std::atomic<std::uint64_t> next_id_{0}; // names operations for their cancellers
     int held_ = 0;                          // what update_hold last told the queue pair
     // Handlers with nowhere to run (the context shutting down), kept for context_gone to
     // destroy outside the lock.
-    std::vector<handler> unrun_;
-    std::vector<shutdown_handler> unrun_shutdown_;
+    std::tuple<std::vector<handler>, std::vector<shutdown_handler>, std::vector<fill_handler>> unrun_;
     bool connected_ = false;                               // both sides' queue pairs are connected: a probe may go
     bool probing_ = false;                                 // a probe in flight
     std::uint64_t sends_at_last_probe_ = 0;                // posted_sends_ at the last look

@@ -61,12 +61,21 @@ class stream_base : public io_handle<stream_base, stream_impl> {
 public:
     using handler = completion_handler<void(error_code, std::size_t)>;
     using shutdown_handler = completion_handler<void(error_code)>;
+    using fill_handler = completion_handler<void(error_code, boost::asio::mutable_buffer)>;
 
     /// Whether the stream has a connection (or one being opened).
     bool is_open() const noexcept { return impl_ != nullptr; }
     /// Ends every operation (operation_aborted), and the connection: what was written and
     /// not yet delivered may be lost — `async_shutdown` first for an orderly end.
     void close() noexcept;
+    /// Sends the first `n` bytes of the buffer `async_prepare_write` handed out, as a write of
+    /// them would (Nagle's rule and all); the rest of it is not sent. Throws system_error:
+    /// EINVAL ("commit_write") for more than was handed out (nothing is
+    /// sent); errc::not_open once closed; `asio::error::connection_reset` or
+    /// errc::protocol_error once the connection is lost (the bytes cannot go).
+    void commit_write(std::size_t n);
+    /// As above, the error in `ec`.
+    void commit_write(std::size_t n, error_code& ec) noexcept;
     /// Sends the end of the data after everything written, and returns (as a socket's
     /// `shutdown(shutdown_send)`): the peer reads what came before it, then
     /// `asio::error::eof`. Later writes fail with `asio::error::broken_pipe`. Idempotent.
@@ -111,6 +120,16 @@ protected:
             start_write(impl, fallback, this->erase(std::forward<Handler>(h)), buffers);
         }
     };
+    struct initiate_prepare_write : initiation<initiate_prepare_write, void(error_code, boost::asio::mutable_buffer),
+                                               work_of_followers::by_object> {
+        std::shared_ptr<stream_impl> impl;
+        executor_type fallback;
+        executor_type get_executor() const { return current_executor(impl, fallback); }
+        template <typename Handler>
+        void operator()(Handler&& h, std::size_t max_size) const {
+            start_prepare_write(impl, fallback, this->erase(std::forward<Handler>(h)), max_size);
+        }
+    };
     struct initiate_shutdown : initiation<initiate_shutdown, void(error_code), work_of_followers::by_object> {
         std::shared_ptr<stream_impl> impl;
         executor_type fallback;
@@ -150,6 +169,8 @@ private:
                            const mutable_buffer_list& buffers);
     static void start_write(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback, handler h,
                             const const_buffer_list& buffers);
+    static void start_prepare_write(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
+                                    fill_handler h, std::size_t max_size);
     static void start_shutdown(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
                                shutdown_handler h);
 };
