@@ -11,6 +11,9 @@
 #include "support/stream_pair.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/read.hpp>
@@ -228,6 +231,7 @@ BOOST_FIXTURE_TEST_CASE(writes_filled_in_place_arrive_in_order_with_copied_ones,
                 }
                 const auto b = co_await p.client.async_prepare_write(n, use_awaitable);
                 if (b.size() == 0 || b.size() > n) throw std::runtime_error("handed out 0 or more than asked");
+                if (rng() % 4 == 0) co_await sleep_for(0ms); // (filled while the stream's messages go on)
                 handed_out_short += b.size() < n;
                 const std::size_t k = rng() % 4 == 0 ? rng() % (b.size() + 1) : b.size(); // (some: fewer)
                 std::memcpy(b.data(), data.data() + at, k);
@@ -249,7 +253,7 @@ BOOST_FIXTURE_TEST_CASE(writes_filled_in_place_arrive_in_order_with_copied_ones,
 // A buffer handed out is the stream's one outstanding write until its commit: another write
 // or prepare fails with errc::operation_in_progress, a commit of more than was handed out
 // with EINVAL (nothing sent), and the end of the data waits for the commit.
-// A prepare of nothing completes at once, empty; one waiting for room (the server reads
+// A prepare of nothing completes at once, empty; one waiting for room (the client reads
 // nothing) ends, cancelled, with operation_aborted and nothing handed out; after close, a
 // commit fails with errc::not_open.
 BOOST_FIXTURE_TEST_CASE(a_buffer_handed_out_is_the_one_outstanding_write_until_its_commit, stream_fixture) {
@@ -279,7 +283,8 @@ BOOST_FIXTURE_TEST_CASE(a_buffer_handed_out_is_the_one_outstanding_write_until_i
         BOOST_TEST(ec4 == asio::error::eof, ec4.message());
         BOOST_TEST(got == hello, "the end came before the committed bytes, or they differ");
 
-        // The server's way: it reads nothing, so its send ring fills and a prepare waits.
+        // The server's way: the client reads nothing, so the server's send ring fills and a
+        // prepare waits.
         std::size_t committed = 0;
         int cancelled = 0;
         while (cancelled == 0 && committed < 64 * 1024) {
@@ -302,6 +307,51 @@ BOOST_FIXTURE_TEST_CASE(a_buffer_handed_out_is_the_one_outstanding_write_until_i
         error_code ec5;
         p.server.commit_write(0, ec5);
         BOOST_TEST(ec5 == make_error_code(errc::not_open), ec5.message());
+    }());
+}
+
+// A prepare woken (the send ring has room) whose handler has not run yet — held on a
+// context of its own, not running — ends with operation_aborted and hands out nothing when
+// it is cancelled meanwhile, or the stream is closed: a write then goes, and a commit has
+// nothing to commit. (Before: the buffer was handed out as the prepare was woken, and a
+// cancellation then came too late — the parallel group discarding the result left the
+// stream with a buffer out for good, every write failing with operation_in_progress.)
+BOOST_FIXTURE_TEST_CASE(a_prepare_cancelled_or_closed_before_its_handler_runs_hands_out_nothing, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx);
+        co_await p.open();
+        asio::io_context held; // (runs only when the test says)
+        error_code ec;
+        std::size_t handed_out = 99;
+        auto prepare = [&](stream& s, asio::cancellation_slot slot) {
+            s.async_prepare_write(16, asio::bind_cancellation_slot(
+                                          slot, asio::bind_executor(held, [&](error_code e, asio::mutable_buffer b) {
+                                              ec = e;
+                                              handed_out = b.size();
+                                          })));
+        };
+        asio::cancellation_signal cancel;
+        prepare(p.client, cancel.slot());
+        co_await sleep_for(50ms); // (woken: its handler queued on `held`)
+        cancel.emit(asio::cancellation_type::terminal);
+        held.run();
+        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
+        BOOST_TEST(handed_out == 0u);
+        error_code nothing_out;
+        p.client.commit_write(1, nothing_out);
+        BOOST_TEST(nothing_out == make_error_code(asio::error::invalid_argument), nothing_out.message());
+        auto [write_ec, n] =
+            co_await p.client.async_write_some(asio::buffer(std::string("after")), asio::as_tuple(use_awaitable));
+        BOOST_TEST(!write_ec, "a write after the cancelled prepare: " << write_ec.message());
+
+        held.restart();
+        handed_out = 99;
+        prepare(p.server, {});
+        co_await sleep_for(50ms);
+        p.server.close();
+        held.run();
+        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
+        BOOST_TEST(handed_out == 0u);
     }());
 }
 

@@ -266,7 +266,7 @@ public:
     /// @par Errors
     /// As for `async_write_some`.
     /// @par Per-Operation Cancellation
-    /// terminal, partial, total while it waits: nothing is handed out.
+    /// terminal, partial, total until its handler runs: nothing is handed out.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, boost::asio::mutable_buffer))
                   Token = boost::asio::default_completion_token_t<executor_type>>
     auto async_prepare_write(std::size_t max_size,

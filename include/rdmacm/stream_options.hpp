@@ -28,7 +28,8 @@ struct stream_options {
     /// Messages of data this side has in flight at most (one more is kept for credits).
     std::uint32_t send_depth = 4;
     /// As a socket's `TCP_NODELAY`. False (the default): Nagle's rule, as Linux's TCP has
-    /// it (Minshall's variant). While a short message (one packet: 1,008 bytes or less) is
+    /// it (Minshall's variant). While a short message (one packet: 1,008 bytes or less, and
+    /// less than the largest, half the smaller ring) is
     /// in flight, a write that leaves a short message does not send it yet: the writes after
     /// it join it, and it goes once the earlier one completes (over RoCE and InfiniBand,
     /// when the peer's device acknowledged it, with no delayed acknowledgement to wait for;

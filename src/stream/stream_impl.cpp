@@ -253,12 +253,13 @@ void stream_impl::progress() {
                 writer_.reset();
             }
         }
-        if (filler_) {
-            if (const auto free = free_space(filler_->max_size); free.size() > 0) {
-                handed_out_ = free.size();
-                post_completion(std::move(filler_->h), {}, free);
-                filler_.reset();
-            }
+        if (filler_ && free_space(filler_->max_size).size() > 0) {
+            fill_woken_ = woken{filler_->id};
+            auto f = std::move(*filler_);
+            filler_.reset();
+            if (!wake(std::move(f.h),
+                      [most = f.max_size](stream_impl& self, fill_handler h) { self.hand_out(std::move(h), most); }))
+                fill_woken_.reset();
         }
         if (may_speak()) {
             // What was written goes, in order, as far as the window and the peer's ring let it.
@@ -284,11 +285,12 @@ void stream_impl::progress() {
             post_completion(std::move(shutdown_waiter_), {});
     }
     if (reader_ && (!data_.empty() || end_heard_ || broken_)) {
-        read_woken_ = reader_->id;
-        read_woken_cancelled_ = false;
+        read_woken_ = woken{reader_->id};
         auto r = std::move(*reader_);
         reader_.reset();
-        wake_read(std::move(r.h), r.buffers);
+        if (!wake(std::move(r.h),
+                  [buffers = r.buffers](stream_impl& self, handler h) { self.deliver(std::move(h), buffers); }))
+            read_woken_.reset();
     }
     update_hold();
 }
@@ -469,7 +471,7 @@ void stream_impl::prepare_write(fill_handler h, std::size_t max_size) {
     progress(); // handed out if the send ring has room
 }
 
-error_code stream_impl::commit_write(std::size_t n) noexcept {
+error_code stream_impl::commit_write(std::size_t n) {
     std::lock_guard lock(mutex_);
     if (closed_) return errc::not_open;
     if (n > handed_out_) return RDMACM_CALL_ERRNO("commit_write", EINVAL);
@@ -494,8 +496,8 @@ void stream_impl::shutdown(shutdown_handler h) {
 
 void stream_impl::cancel_read(std::uint64_t id) noexcept {
     std::lock_guard lock(mutex_);
-    if (read_woken_ == id) {
-        read_woken_cancelled_ = true; // its handler, about to run, finds out
+    if (read_woken_ && read_woken_->id == id) {
+        read_woken_->cancelled = true; // its handler, about to run, finds out
         return;
     }
     if (!reader_ || reader_->id != id) return; // completed already
@@ -514,10 +516,14 @@ void stream_impl::cancel_write(std::uint64_t id) noexcept {
 
 void stream_impl::cancel_fill(std::uint64_t id) noexcept {
     std::lock_guard lock(mutex_);
+    if (fill_woken_ && fill_woken_->id == id) {
+        fill_woken_->cancelled = true; // its handler, about to run, finds out: nothing handed out
+        return;
+    }
     if (!filler_ || filler_->id != id) return; // handed out already
     post_completion(std::move(filler_->h), boost::asio::error::operation_aborted, boost::asio::mutable_buffer());
     filler_.reset();
-    progress(); // (the end of the data may have waited for it)
+    update_hold();
 }
 
 void stream_impl::close() noexcept {
@@ -558,26 +564,27 @@ void stream_impl::context_gone() noexcept {
     update_hold();
 }
 
-void stream_impl::wake_read(handler h, const mutable_buffer_list& buffers) {
-    auto to = qp_->enter_executor(); // (from a read's caller: maybe not the context's thread)
+template <typename Handler, typename Then>
+bool stream_impl::wake(Handler h, Then then) {
+    auto to = qp_->enter_executor(); // (from an operation's caller: maybe not the context's thread)
     const auto& ex = to.executor;
     if (!ex) { // the context has shut down: nothing runs there any more
-        read_woken_.reset();
-        std::get<std::vector<handler>>(unrun_).push_back(std::move(h));
-        return;
+        std::get<std::vector<Handler>>(unrun_).push_back(std::move(h));
+        return false;
     }
-    post_on(ex, [self = shared_from_this(), h = std::move(h), buffers, ex]() mutable {
-        // On the handler's own executor (at once when that is this one), where deliver()
-        // takes the bytes.
+    post_on(ex, [self = shared_from_this(), h = std::move(h), then = std::move(then), ex]() mutable {
+        // On the handler's own executor (at once when that is this one), where `then` takes
+        // what it was woken for.
         const auto own = boost::asio::get_associated_executor(h, boost::asio::any_completion_executor());
-        auto take = [self = std::move(self), h = std::move(h), buffers]() mutable {
-            self->deliver(std::move(h), buffers);
+        auto take = [self = std::move(self), h = std::move(h), then = std::move(then)]() mutable {
+            then(*self, std::move(h));
         };
         if (own)
             run_on(own, take);
         else
             run_on(ex, take);
     });
+    return true;
 }
 
 void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
@@ -585,7 +592,7 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
     error_code ec;
     {
         std::lock_guard lock(mutex_);
-        const bool cancelled = read_woken_cancelled_;
+        const bool cancelled = read_woken_->cancelled;
         read_woken_.reset();
         if (closed_ || cancelled) {
             ec = boost::asio::error::operation_aborted;
@@ -618,6 +625,26 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
         }
     }
     std::move(h)(ec, n);
+}
+
+void stream_impl::hand_out(fill_handler h, std::size_t most) {
+    boost::asio::mutable_buffer free;
+    error_code ec;
+    {
+        std::lock_guard lock(mutex_);
+        const bool cancelled = fill_woken_->cancelled;
+        fill_woken_.reset();
+        if (closed_ || cancelled) {
+            ec = boost::asio::error::operation_aborted;
+        } else if (broken_) {
+            ec = as_seen_by_user(broken_);
+        } else {
+            free = free_space(most); // (not less than when it was woken: nothing wrote meanwhile)
+            handed_out_ = free.size();
+        }
+        progress(); // (the end of the data may wait for no write-side operation)
+    }
+    std::move(h)(ec, free);
 }
 
 } // namespace rdmacm::detail

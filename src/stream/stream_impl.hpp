@@ -60,7 +60,7 @@ public:
     // Hands out the send ring's next free bytes (1 to `max_size`) once it has room; a
     // commit sends what was filled of them.
     void prepare_write(fill_handler h, std::size_t max_size);
-    error_code commit_write(std::size_t n) noexcept;
+    error_code commit_write(std::size_t n); // (throws what a post throws)
     // Queues the end of the data; `h` (if any) completes once it and everything before it
     // was sent and acknowledged by the peer's device.
     void shutdown(shutdown_handler h);
@@ -119,7 +119,7 @@ private:
     // The send ring's free bytes after what was written, up to `most` and to where it wraps.
     boost::asio::mutable_buffer free_space(std::size_t most) noexcept;
     // A write, or a prepared write, waits or is handed out: the one write-side operation.
-    bool writing() const noexcept { return writer_ || filler_ || handed_out_ > 0; }
+    bool writing() const noexcept { return writer_ || filler_ || fill_woken_ || handed_out_ > 0; }
     // The next data message, if one may go: the send ring's bytes not sent yet, as many as
     // the peer's ring has room for, up to the largest message; none while Nagle's rule
     // holds them.
@@ -146,8 +146,15 @@ private:
     void cancel_read(std::uint64_t id) noexcept;
     void cancel_write(std::uint64_t id) noexcept;
     void cancel_fill(std::uint64_t id) noexcept;
-    void wake_read(handler h, const mutable_buffer_list& buffers); // queued; deliver() takes the bytes
-    void deliver(handler h, const mutable_buffer_list& buffers);
+    // Queues `then(*this, h)` on h's own executor (else the queue pair's), to take what it
+    // was woken for as it is about to run; false, `h` kept for context_gone, when the
+    // context has shut down.
+    template <typename Handler, typename Then>
+    bool wake(Handler h, Then then);
+    void deliver(handler h, const mutable_buffer_list& buffers); // a read takes the bytes
+    // A prepared write is handed the send ring's free bytes — or ends, nothing handed out,
+    // if it was cancelled or the stream closed or broke since it was woken.
+    void hand_out(fill_handler h, std::size_t most);
     // `h` completes with (ec, ...) on the queue pair's executor, never inline.
     void post_completion(handler h, error_code ec, std::size_t n) { post_later(std::move(h), ec, n); }
     void post_completion(shutdown_handler h, error_code ec) { post_later(std::move(h), ec); }
@@ -192,8 +199,13 @@ private:
     error_code broken_;
     end_state end_ = end_state::none;
     std::optional<waiting_read> reader_;
-    std::optional<std::uint64_t> read_woken_; // a read whose handler is queued
-    bool read_woken_cancelled_ = false;
+    // A read, or a prepared write, whose handler is queued (wake): its id, and whether a
+    // cancellation came meanwhile.
+    struct woken {
+        std::uint64_t id;
+        bool cancelled = false;
+    };
+    std::optional<woken> read_woken_, fill_woken_;
     std::optional<waiting_write> writer_;
     std::optional<waiting_fill> filler_;
     std::size_t handed_out_ = 0; // the send ring's bytes a prepared write handed out, not committed

@@ -69,9 +69,10 @@ public:
     /// not yet delivered may be lost — `async_shutdown` first for an orderly end.
     void close() noexcept;
     /// Sends the first `n` bytes of the buffer `async_prepare_write` handed out, as a write of
-    /// them would (Nagle's rule and all); the rest of it is not sent. Throws system_error:
-    /// EINVAL ("commit_write") for more than was handed out (nothing is
-    /// sent); errc::not_open once closed; `asio::error::connection_reset` or
+    /// them would (Nagle's rule and all), and gives the rest back (`commit_write(0)` gives it
+    /// all back; with nothing handed out, it does nothing). Throws system_error: EINVAL
+    /// ("commit_write") for more than was handed out (nothing is sent; the buffer stays
+    /// handed out); errc::not_open once closed; `asio::error::connection_reset` or
     /// errc::protocol_error once the connection is lost (the bytes cannot go).
     void commit_write(std::size_t n);
     /// As above, the error in `ec`.
