@@ -170,6 +170,16 @@ asio::awaitable<void> rebalancing(rdmacm::pooled_connection& c, double requests_
     // [rebalance]
 }
 
+// docs/streams.md.
+std::size_t make_data_in(asio::mutable_buffer b); // (declared only)
+asio::awaitable<void> in_place(rdmacm::stream& s) {
+    // [in_place]
+    asio::mutable_buffer b = co_await s.async_prepare_write(64 * 1024, asio::use_awaitable);
+    const std::size_t k = make_data_in(b); // at most b.size() bytes, made where they go
+    s.commit_write(k);
+    // [in_place]
+}
+
 // docs/sharded-servers.md.
 void sharded(const std::string& address, unsigned short port) {
     // [sharded]

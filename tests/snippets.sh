@@ -29,7 +29,8 @@ render() { # DOC: the doc with each marked block replaced by its region
         case $state in
         text)
             printf '%s\n' "$line"
-            [[ $line != '```cpp'* ]] || { echo "snippets: $1: a C++ block not taken from a compiled source (no marker)" >&2; return 1; }
+            [[ ${line#"${line%%[! ]*}"} != '```cpp'* ]] || # (indented too: in a list)
+                { echo "snippets: $1: a C++ block not taken from a compiled source (no marker)" >&2; return 1; }
             if [[ $line =~ ^'<!-- snippet: '([^ ]+)' '([^ ]+)' -->'$ ]]; then
                 path=${BASH_REMATCH[1]} name=${BASH_REMATCH[2]} state=fence
             fi ;;
