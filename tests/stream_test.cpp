@@ -313,9 +313,10 @@ BOOST_FIXTURE_TEST_CASE(a_buffer_handed_out_is_the_one_outstanding_write_until_i
 // A prepare woken (the send ring has room) whose handler has not run yet — held on a
 // context of its own, not running — ends with operation_aborted and hands out nothing when
 // it is cancelled meanwhile, or the stream is closed: a write then goes, and a commit has
-// nothing to commit. (Before: the buffer was handed out as the prepare was woken, and a
-// cancellation then came too late — the parallel group discarding the result left the
-// stream with a buffer out for good, every write failing with operation_in_progress.)
+// nothing to commit. One whose handler is destroyed unrun (its context destroyed first)
+// is forgotten: a write then goes (before, every write failed with operation_in_progress). (Before: the buffer was
+// handed out as the prepare was woken, and a cancellation then came too late — the parallel group discarding the result
+// left the stream with a buffer out for good, every write failing with operation_in_progress.)
 BOOST_FIXTURE_TEST_CASE(a_prepare_cancelled_or_closed_before_its_handler_runs_hands_out_nothing, stream_fixture) {
     run(ctx, [&]() -> awaitable<void> {
         stream_pair p(ctx);
@@ -334,7 +335,7 @@ BOOST_FIXTURE_TEST_CASE(a_prepare_cancelled_or_closed_before_its_handler_runs_ha
         prepare(p.client, cancel.slot());
         co_await sleep_for(50ms); // (woken: its handler queued on `held`)
         cancel.emit(asio::cancellation_type::terminal);
-        held.run();
+        held.run_for(5s); // (bounded: a handler queued elsewhere would hold `held` for good)
         BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
         BOOST_TEST(handed_out == 0u);
         error_code nothing_out;
@@ -344,12 +345,25 @@ BOOST_FIXTURE_TEST_CASE(a_prepare_cancelled_or_closed_before_its_handler_runs_ha
             co_await p.client.async_write_some(asio::buffer(std::string("after")), asio::as_tuple(use_awaitable));
         BOOST_TEST(!write_ec, "a write after the cancelled prepare: " << write_ec.message());
 
+        // Its handler destroyed unrun (its context destroyed first, as Asio allows): the
+        // prepare is forgotten, and a write goes.
+        {
+            asio::io_context doomed;
+            p.client.async_prepare_write(
+                16, asio::bind_executor(doomed, [&](error_code, asio::mutable_buffer b) { handed_out = b.size(); }));
+            co_await sleep_for(50ms); // (woken: its handler queued on `doomed`)
+        }
+        auto [after_doomed, n2] =
+            co_await p.client.async_write_some(asio::buffer(std::string("again")), asio::as_tuple(use_awaitable));
+        BOOST_TEST(!after_doomed, "a write after a prepare whose handler was destroyed: " << after_doomed.message());
+
         held.restart();
+        ec = {};
         handed_out = 99;
         prepare(p.server, {});
         co_await sleep_for(50ms);
         p.server.close();
-        held.run();
+        held.run_for(5s);
         BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
         BOOST_TEST(handed_out == 0u);
     }());

@@ -146,13 +146,7 @@ void stream_base::commit_write(std::size_t n) {
 }
 
 void stream_base::commit_write(std::size_t n, error_code& ec) noexcept {
-    try {
-        ec = impl_ ? impl_->commit_write(n) : error_code(errc::not_open);
-    } catch (const boost::system::system_error& e) { // (a post of the bytes failed)
-        ec = e.code();
-    } catch (const std::bad_alloc&) {
-        ec = make_error_code(boost::system::errc::not_enough_memory);
-    }
+    ec = impl_ ? impl_->commit_write(n) : error_code(errc::not_open);
 }
 
 void stream_base::start_shutdown(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,

@@ -254,12 +254,10 @@ void stream_impl::progress() {
             }
         }
         if (filler_ && free_space(filler_->max_size).size() > 0) {
-            fill_woken_ = woken{filler_->id};
             auto f = std::move(*filler_);
             filler_.reset();
-            if (!wake(std::move(f.h),
-                      [most = f.max_size](stream_impl& self, fill_handler h) { self.hand_out(std::move(h), most); }))
-                fill_woken_.reset();
+            wake(&stream_impl::fill_woken_, f.id, std::move(f.h),
+                 [most = f.max_size](stream_impl& self, fill_handler h) { self.hand_out(std::move(h), most); });
         }
         if (may_speak()) {
             // What was written goes, in order, as far as the window and the peer's ring let it.
@@ -285,12 +283,10 @@ void stream_impl::progress() {
             post_completion(std::move(shutdown_waiter_), {});
     }
     if (reader_ && (!data_.empty() || end_heard_ || broken_)) {
-        read_woken_ = woken{reader_->id};
         auto r = std::move(*reader_);
         reader_.reset();
-        if (!wake(std::move(r.h),
-                  [buffers = r.buffers](stream_impl& self, handler h) { self.deliver(std::move(h), buffers); }))
-            read_woken_.reset();
+        wake(&stream_impl::read_woken_, r.id, std::move(r.h),
+             [buffers = r.buffers](stream_impl& self, handler h) { self.deliver(std::move(h), buffers); });
     }
     update_hold();
 }
@@ -471,14 +467,23 @@ void stream_impl::prepare_write(fill_handler h, std::size_t max_size) {
     progress(); // handed out if the send ring has room
 }
 
-error_code stream_impl::commit_write(std::size_t n) {
+error_code stream_impl::commit_write(std::size_t n) noexcept {
     std::lock_guard lock(mutex_);
     if (closed_) return errc::not_open;
     if (n > handed_out_) return RDMACM_CALL_ERRNO("commit_write", EINVAL);
     handed_out_ = 0;
+    if (n == 0) return {};
     if (broken_) return as_seen_by_user(broken_);
     staged_ += n;
-    progress(); // sent as a write's bytes are
+    try {
+        progress();                                  // sent as a write's bytes are
+    } catch (const boost::system::system_error& e) { // (a post failed: the bytes cannot go)
+        fail(e.code());
+        return e.code();
+    } catch (const std::bad_alloc&) {
+        fail(make_error_code(boost::system::errc::not_enough_memory));
+        return broken_;
+    }
     return {};
 }
 
@@ -564,27 +569,54 @@ void stream_impl::context_gone() noexcept {
     update_hold();
 }
 
+// What a woken read or prepare runs as its handler is about to run. Destroyed unrun — its
+// executor shut down or destroyed first, as Asio allows — it forgets the operation was
+// woken, or the stream would wait on it for good (writes failing with operation_in_progress).
 template <typename Handler, typename Then>
-bool stream_impl::wake(Handler h, Then then) {
+struct stream_impl::woken_call {
+    std::shared_ptr<stream_impl> self;
+    std::optional<woken> stream_impl::*which;
+    Handler h;
+    Then then;
+
+    woken_call(std::shared_ptr<stream_impl> s, std::optional<woken> stream_impl::*w, Handler handler, Then t)
+        : self(std::move(s)), which(w), h(std::move(handler)), then(std::move(t)) {}
+    woken_call(woken_call&& other) noexcept
+        : self(std::move(other.self)), which(other.which), h(std::move(other.h)), then(std::move(other.then)) {}
+    woken_call& operator=(woken_call&&) = delete;
+    ~woken_call() {
+        if (self) self->forget(which); // (the handler goes after, outside the lock)
+    }
+    void operator()() {
+        const auto s = std::move(self); // (ran: nothing to forget)
+        then(*s, std::move(h));
+    }
+};
+
+template <typename Handler, typename Then>
+void stream_impl::wake(std::optional<woken> stream_impl::*which, std::uint64_t id, Handler h, Then then) {
     auto to = qp_->enter_executor(); // (from an operation's caller: maybe not the context's thread)
     const auto& ex = to.executor;
     if (!ex) { // the context has shut down: nothing runs there any more
         std::get<std::vector<Handler>>(unrun_).push_back(std::move(h));
-        return false;
+        return;
     }
-    post_on(ex, [self = shared_from_this(), h = std::move(h), then = std::move(then), ex]() mutable {
-        // On the handler's own executor (at once when that is this one), where `then` takes
-        // what it was woken for.
-        const auto own = boost::asio::get_associated_executor(h, boost::asio::any_completion_executor());
-        auto take = [self = std::move(self), h = std::move(h), then = std::move(then)]() mutable {
-            then(*self, std::move(h));
-        };
-        if (own)
-            run_on(own, take);
-        else
-            run_on(ex, take);
-    });
-    return true;
+    // On the handler's own executor (at once when that is this one), where `then` takes what
+    // it was woken for.
+    post_on(
+        ex, [call = woken_call<Handler, Then>(shared_from_this(), which, std::move(h), std::move(then)), ex]() mutable {
+            if (const auto own = boost::asio::get_associated_executor(call.h, boost::asio::any_completion_executor()))
+                run_on(own, call);
+            else
+                run_on(ex, call);
+        });
+    this->*which = woken{id}; // (after: a post that throws leaves none woken; its handler takes our lock)
+}
+
+void stream_impl::forget(std::optional<woken> stream_impl::*which) noexcept {
+    std::lock_guard lock(mutex_);
+    (this->*which).reset();
+    update_hold();
 }
 
 void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
@@ -634,15 +666,14 @@ void stream_impl::hand_out(fill_handler h, std::size_t most) {
         std::lock_guard lock(mutex_);
         const bool cancelled = fill_woken_->cancelled;
         fill_woken_.reset();
-        if (closed_ || cancelled) {
-            ec = boost::asio::error::operation_aborted;
-        } else if (broken_) {
-            ec = as_seen_by_user(broken_);
-        } else {
+        if (!closed_ && !cancelled && !broken_) {
             free = free_space(most); // (not less than when it was woken: nothing wrote meanwhile)
             handed_out_ = free.size();
+        } else {
+            ec = broken_ && !closed_ && !cancelled ? as_seen_by_user(broken_)
+                                                   : error_code(boost::asio::error::operation_aborted);
+            progress(); // (the end of the data may have waited for it)
         }
-        progress(); // (the end of the data may wait for no write-side operation)
     }
     std::move(h)(ec, free);
 }

@@ -12,9 +12,10 @@
 // before the queue pair's (posts are made under it; the queue pair never calls back under
 // its own).
 //
-// Reads take their bytes when their handler is about to run, on its own executor (as a
-// receive pool's messages are taken): a cancellation that reaches a woken read before then
-// ends it with operation_aborted and leaves the bytes for the next read.
+// Reads take their bytes, and prepared writes their buffer, when their handler is about to
+// run, on its own executor (as a receive pool's messages are taken): a cancellation that
+// reaches a woken read or prepare before then ends it with operation_aborted, the bytes left
+// for the next read, no buffer handed out.
 #include "common/context_bound.hpp"
 #include "stream/stream_credits.hpp"
 #include "stream/stream_wire.hpp"
@@ -60,7 +61,7 @@ public:
     // Hands out the send ring's next free bytes (1 to `max_size`) once it has room; a
     // commit sends what was filled of them.
     void prepare_write(fill_handler h, std::size_t max_size);
-    error_code commit_write(std::size_t n); // (throws what a post throws)
+    error_code commit_write(std::size_t n) noexcept; // (a post that fails breaks the stream)
     // Queues the end of the data; `h` (if any) completes once it and everything before it
     // was sent and acknowledged by the peer's device.
     void shutdown(shutdown_handler h);
@@ -94,6 +95,12 @@ private:
         fill_handler h;
         std::size_t max_size;
         std::uint64_t id;
+    };
+    // A read, or a prepared write, whose handler is queued (wake): its id, and whether a
+    // cancellation came meanwhile.
+    struct woken {
+        std::uint64_t id;
+        bool cancelled = false;
     };
     enum class end_state : std::uint8_t { none, queued, sent };
 
@@ -146,12 +153,16 @@ private:
     void cancel_read(std::uint64_t id) noexcept;
     void cancel_write(std::uint64_t id) noexcept;
     void cancel_fill(std::uint64_t id) noexcept;
-    // Queues `then(*this, h)` on h's own executor (else the queue pair's), to take what it
-    // was woken for as it is about to run; false, `h` kept for context_gone, when the
-    // context has shut down.
+    // A read or prepare's handler, `h`, woken: queued to run `then(*this, h)` on its own
+    // executor (else the queue pair's), taking what it was woken for as it is about to run;
+    // marked woken (`which`: read_woken_ or fill_woken_) until then. `h` is kept for
+    // context_gone when the context has shut down.
     template <typename Handler, typename Then>
-    bool wake(Handler h, Then then);
-    void deliver(handler h, const mutable_buffer_list& buffers); // a read takes the bytes
+    struct woken_call;
+    template <typename Handler, typename Then>
+    void wake(std::optional<woken> stream_impl::*which, std::uint64_t id, Handler h, Then then);
+    void forget(std::optional<woken> stream_impl::*which) noexcept; // woken, its handler destroyed unrun
+    void deliver(handler h, const mutable_buffer_list& buffers);    // a read takes the bytes
     // A prepared write is handed the send ring's free bytes — or ends, nothing handed out,
     // if it was cancelled or the stream closed or broke since it was woken.
     void hand_out(fill_handler h, std::size_t most);
@@ -199,12 +210,6 @@ private:
     error_code broken_;
     end_state end_ = end_state::none;
     std::optional<waiting_read> reader_;
-    // A read, or a prepared write, whose handler is queued (wake): its id, and whether a
-    // cancellation came meanwhile.
-    struct woken {
-        std::uint64_t id;
-        bool cancelled = false;
-    };
     std::optional<woken> read_woken_, fill_woken_;
     std::optional<waiting_write> writer_;
     std::optional<waiting_fill> filler_;
