@@ -603,13 +603,22 @@ void stream_impl::wake(std::optional<woken> stream_impl::*which, std::uint64_t i
     }
     // On the handler's own executor (at once when that is this one), where `then` takes what
     // it was woken for.
-    post_on(
-        ex, [call = woken_call<Handler, Then>(shared_from_this(), which, std::move(h), std::move(then)), ex]() mutable {
+    struct to_handler_executor {
+        woken_call<Handler, Then> call;
+        boost::asio::any_io_executor ex;
+        void operator()() {
             if (const auto own = boost::asio::get_associated_executor(call.h, boost::asio::any_completion_executor()))
                 run_on(own, call);
             else
                 run_on(ex, call);
-        });
+        }
+    } task{woken_call<Handler, Then>(shared_from_this(), which, std::move(h), std::move(then)), ex};
+    try {
+        post_on(ex, std::move(task)); // (its memory is allocated before the task moves in)
+    } catch (...) {
+        task.call.self.reset(); // not queued, nothing to forget: forget() would take the lock held here
+        throw;
+    }
     this->*which = woken{id}; // (after: a post that throws leaves none woken; its handler takes our lock)
 }
 
