@@ -103,44 +103,6 @@ protected:
     // prepared (its ring is in it).
     std::array<std::byte, stream_hello_size> hello() const noexcept;
 
-    struct initiate_read : initiation<initiate_read, void(error_code, std::size_t), work_of_followers::by_object> {
-        std::shared_ptr<stream_impl> impl;
-        executor_type fallback;
-        executor_type get_executor() const { return current_executor(impl, fallback); }
-        template <typename Handler>
-        void operator()(Handler&& h, const mutable_buffer_list& buffers) const {
-            start_read(impl, fallback, this->erase(std::forward<Handler>(h)), buffers);
-        }
-    };
-    struct initiate_write : initiation<initiate_write, void(error_code, std::size_t), work_of_followers::by_object> {
-        std::shared_ptr<stream_impl> impl;
-        executor_type fallback;
-        executor_type get_executor() const { return current_executor(impl, fallback); }
-        template <typename Handler>
-        void operator()(Handler&& h, const const_buffer_list& buffers) const {
-            start_write(impl, fallback, this->erase(std::forward<Handler>(h)), buffers);
-        }
-    };
-    struct initiate_prepare_write : initiation<initiate_prepare_write, void(error_code, boost::asio::mutable_buffer),
-                                               work_of_followers::by_object> {
-        std::shared_ptr<stream_impl> impl;
-        executor_type fallback;
-        executor_type get_executor() const { return current_executor(impl, fallback); }
-        template <typename Handler>
-        void operator()(Handler&& h, std::size_t max_size) const {
-            start_prepare_write(impl, fallback, this->erase(std::forward<Handler>(h)), max_size);
-        }
-    };
-    struct initiate_shutdown : initiation<initiate_shutdown, void(error_code), work_of_followers::by_object> {
-        std::shared_ptr<stream_impl> impl;
-        executor_type fallback;
-        executor_type get_executor() const { return current_executor(impl, fallback); }
-        template <typename Handler>
-        void operator()(Handler&& h) const {
-            start_shutdown(impl, fallback, this->erase(std::forward<Handler>(h)));
-        }
-    };
-
     cm_id id_;
     stream_options options_;
 
@@ -174,6 +136,26 @@ private:
                                     fill_handler h, std::size_t max_size);
     static void start_shutdown(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
                                shutdown_handler h);
+
+protected:
+    // The initiation of one of the operations: `Start` (start_read, ...) given the handler
+    // type-erased, the engine and the executor that completes with errc::not_open without
+    // one. One type per operation, named as Asio's initiations are.
+    template <typename Signature, auto Start>
+    struct initiate : initiation<initiate<Signature, Start>, Signature, work_of_followers::by_object> {
+        std::shared_ptr<stream_impl> impl;
+        executor_type fallback;
+        executor_type get_executor() const { return current_executor(impl, fallback); }
+        template <typename Handler, typename... Args>
+        void operator()(Handler&& h, Args&&... args) const {
+            Start(impl, fallback, this->erase(std::forward<Handler>(h)), std::forward<Args>(args)...);
+        }
+    };
+    using initiate_read = initiate<void(error_code, std::size_t), &stream_base::start_read>;
+    using initiate_write = initiate<void(error_code, std::size_t), &stream_base::start_write>;
+    using initiate_prepare_write =
+        initiate<void(error_code, boost::asio::mutable_buffer), &stream_base::start_prepare_write>;
+    using initiate_shutdown = initiate<void(error_code), &stream_base::start_shutdown>;
 };
 
 // The opening's steps, for the composed operations in stream.hpp.
