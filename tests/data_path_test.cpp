@@ -390,7 +390,11 @@ BOOST_FIXTURE_TEST_CASE(a_message_longer_than_its_receive_fails_it, channel_fixt
         BOOST_TEST((received->category() == work_completion_category()), received->message());
         if (iwarp) {
             BOOST_TEST(received->value() == IBV_WC_LOC_LEN_ERR, received->message());
-            BOOST_TEST(!sent, sent.message());
+            // Succeeded once TCP took it — or, where the receiver's termination dropped the
+            // connection before its transmission ended, failed: siw's siw_qp_sq_process
+            // completes a send whose transmission fails with IBV_WC_LOC_QP_OP_ERR (seen once,
+            // under ThreadSanitizer, in CI on 2026-12-07).
+            BOOST_TEST((!sent || sent == error_code(IBV_WC_LOC_QP_OP_ERR, work_completion_category())), sent.message());
         } else {
             BOOST_TEST(received->value() == IBV_WC_LOC_QP_OP_ERR, received->message());
             BOOST_TEST((sent == error_code(IBV_WC_REM_OP_ERR, work_completion_category())), sent.message());
