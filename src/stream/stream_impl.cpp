@@ -1,21 +1,16 @@
 #include "stream/stream_impl.hpp"
+#include "stream/ring_pieces.hpp"
 
 #include "common/destroyer.hpp"
 #include "common/dispatch_to_handler.hpp"
 #include "common/post_on.hpp"
 
-#include "rdmacm/detail/call_error.hpp"
-
-#include <boost/asio/append.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 
 namespace rdmacm::detail {
@@ -27,21 +22,6 @@ namespace {
 constexpr bool standing = true;
 // The client's nudges (siw's R9): the first after this, then at twice the wait each time.
 constexpr std::chrono::milliseconds first_nudge{100}, last_nudge{1600};
-
-// The one or two pieces — f(offset, length, bytes before it) — that `n` bytes from position
-// `at` take in a ring of `size` bytes (at most `size` of them: they wrap once at most).
-template <typename F>
-void ring_pieces(std::uint64_t at, std::size_t n, std::size_t size, F&& f) {
-    const std::size_t offset = at % size, first = std::min(n, size - offset);
-    if (first > 0) f(offset, first, std::size_t{0});
-    if (n > first) f(std::size_t{0}, n - first, first);
-}
-
-// What an operation gets once the connection broke for `cause`: the peer speaking something
-// else is said so; any loss of the connection is a reset, as on a socket.
-error_code as_seen_by_user(error_code cause) {
-    return cause == errc::protocol_error ? cause : error_code(boost::asio::error::connection_reset);
-}
 } // namespace
 
 std::shared_ptr<stream_impl> stream_impl::create(std::shared_ptr<qp_impl> qp, stream_role role,
@@ -71,6 +51,18 @@ void stream_impl::post_later(Handler h, Args... args) {
     else
         std::get<std::vector<Handler>>(unrun_).push_back(
             std::move(h)); // (not destroyed under the lock: see context_gone)
+}
+
+// The connection broken: the peer speaking something else is said so; any loss of the
+// connection is a reset, as on a socket.
+error_code stream_impl::as_seen_by_user(error_code cause) {
+    return cause == errc::protocol_error ? cause : error_code(boost::asio::error::connection_reset);
+}
+
+void stream_impl::post_completion(handler h, error_code ec, std::size_t n) { post_later(std::move(h), ec, n); }
+void stream_impl::post_completion(shutdown_handler h, error_code ec) { post_later(std::move(h), ec); }
+void stream_impl::post_completion(fill_handler h, error_code ec, boost::asio::mutable_buffer b) {
+    post_later(std::move(h), ec, b);
 }
 
 std::shared_ptr<stream_impl::memory> stream_impl::make_memory(std::size_t bytes, int access) const {
@@ -293,96 +285,6 @@ void stream_impl::progress() {
 
 bool stream_impl::may_speak() const noexcept { return role_ == stream_role::client || heard_; }
 
-// Copies what fits of `buffers` into the send ring, after what was written before (small
-// writes made while a message waits go as one).
-std::size_t stream_impl::buffer_data(const const_buffer_list& buffers) {
-    const std::size_t size = options_.ring_size;
-    std::size_t copied = 0;
-    for (const auto& part : buffers.view()) {
-        const std::size_t n = std::min(size - (staged_ - done_), part.size());
-        ring_pieces(staged_, n, size, [&](std::size_t offset, std::size_t length, std::size_t before) {
-            std::memcpy(send_ring_->buffer.data() + offset, static_cast<const std::byte*>(part.data()) + before,
-                        length);
-        });
-        staged_ += n;
-        copied += n;
-        if (n < part.size()) break; // the ring is full
-    }
-    return copied;
-}
-
-boost::asio::mutable_buffer stream_impl::free_space(std::size_t most) noexcept {
-    const std::size_t size = options_.ring_size, offset = staged_ % size;
-    const std::size_t n = std::min({most, size - (staged_ - done_), size - offset});
-    return {send_ring_->buffer.data() + offset, n};
-}
-
-// Nagle's rule as Linux's TCP has it, Minshall's variant (unless no_delay): a short message
-// waits while another short one is in flight; the writes after it join it, and it goes when
-// that one completes. A message is short when it would be one packet (its bytes in the send,
-// as a segment below TCP's MSS) and less than the largest: what takes a write goes at once,
-// or every large write would wait a round trip for the one before it.
-bool stream_impl::is_short(std::uint32_t bytes) const noexcept {
-    return bytes <= stream_wire::inline_limit && bytes < largest_message_;
-}
-
-std::uint32_t stream_impl::next_data() const noexcept {
-    const auto bytes =
-        static_cast<std::uint32_t>(std::min<std::uint64_t>({staged_ - sent_, credits_->room(), largest_message_}));
-    if (bytes == 0 || (is_short(bytes) && !options_.no_delay && short_in_flight_ > 0)) return 0;
-    return bytes;
-}
-
-bool stream_impl::send_control(stream_wire::kind what) {
-    if (control_busy_) return false; // (its completion comes: progress tries again then)
-    control_busy_ = true;
-    post_message(control_slot(), what, 0);
-    return true;
-}
-
-void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::uint32_t bytes) {
-    std::byte* const header = send_headers_->buffer.data() + std::size_t{slot} * stream_wire::header_size;
-    const stream_counts counts = credits_->sent(bytes);
-    stream_wire::put(header, {what, counts.posted, counts.consumed, bytes});
-    ++posted_sends_;
-    answered_ = answered_ || role_ == stream_role::server;
-    const bool short_data = what == stream_wire::kind::data && is_short(bytes);
-    if (short_data) ++short_in_flight_;
-    // A small message's bytes go in it, gathered from the send ring after its header; a
-    // larger one's by RDMA write into the peer's ring — one write for each part where that
-    // ring wraps — then the message, which RC delivers after them. Each gathers from the
-    // send ring in two places at most where it wraps (a message is half of it at most).
-    std::array<ibv_sge, 5> from{};
-    std::array<work_request, 3> chain{};
-    std::size_t sges = 0, wrs = 0;
-    const std::uint64_t ring = options_.ring_size;
-    auto gather = [&](std::uint64_t at, std::uint64_t end) {
-        ring_pieces(at, end - at, ring, [&](std::size_t offset, std::size_t length, std::size_t) {
-            from[sges++] = {reinterpret_cast<std::uintptr_t>(send_ring_->buffer.data() + offset),
-                            static_cast<std::uint32_t>(length), send_ring_->region.lkey()};
-        });
-    };
-    const bool in_message = bytes <= stream_wire::inline_limit;
-    for (std::uint64_t at = sent_, end = sent_ + bytes; !in_message && at < end;) {
-        const std::uint64_t to = at % peer_ring_size_, part = std::min(end - at, peer_ring_size_ - to);
-        const std::size_t first = sges;
-        gather(at, at + part);
-        chain[wrs++] = {work_request::kind::write, std::span(from).subspan(first, sges - first),
-                        peer_ring_address_ + to, peer_rkey_};
-        at += part;
-    }
-    const std::size_t first = sges;
-    from[sges++] = {reinterpret_cast<std::uintptr_t>(header), static_cast<std::uint32_t>(stream_wire::header_size),
-                    send_headers_->region.lkey()};
-    if (in_message) gather(sent_, sent_ + bytes);
-    chain[wrs++] = {work_request::kind::send, std::span(from).subspan(first, sges - first)};
-    sent_ += bytes;
-    qp_->post(std::span(chain).first(wrs),
-              [self = shared_from_this(), slot, bytes, short_data](error_code ec, std::size_t) {
-                  self->sent(slot, bytes, short_data, ec);
-              });
-}
-
 void stream_impl::into_ring(std::span<const std::byte> bytes) noexcept {
     ring_pieces(arrived_, bytes.size(), options_.ring_size,
                 [&](std::size_t offset, std::size_t length, std::size_t before) {
@@ -421,10 +323,9 @@ void stream_impl::update_hold() noexcept {
 // In place before the operation can complete on another thread (as a pool's receive). Every
 // type: a read's wait ends with its bytes left for the next read, a write's with nothing
 // of it written.
-template <typename Handler>
-std::uint64_t stream_impl::on_cancellation(Handler& h, void (stream_impl::*cancel)(std::uint64_t) noexcept) {
+std::uint64_t stream_impl::on_cancellation(boost::asio::cancellation_slot slot,
+                                           void (stream_impl::*cancel)(std::uint64_t) noexcept) {
     const std::uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
-    auto slot = boost::asio::get_associated_cancellation_slot(h);
     if (slot.is_connected())
         slot.assign([weak = weak_from_this(), id, cancel](boost::asio::cancellation_type) {
             if (auto self = weak.lock()) ((*self).*cancel)(id);
@@ -433,70 +334,13 @@ std::uint64_t stream_impl::on_cancellation(Handler& h, void (stream_impl::*cance
 }
 
 void stream_impl::read(handler h, const mutable_buffer_list& buffers) {
-    const std::uint64_t id = on_cancellation(h, &stream_impl::cancel_read);
+    const std::uint64_t id = on_cancellation(h.get_cancellation_slot(), &stream_impl::cancel_read);
     std::lock_guard lock(mutex_);
     if (closed_) return post_completion(std::move(h), errc::not_open, 0);
     if (reader_ || read_woken_) return post_completion(std::move(h), errc::operation_in_progress, 0);
     if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
     reader_.emplace(waiting_read{std::move(h), buffers, id});
     progress(); // woken at once if there is something to read
-}
-
-void stream_impl::write(handler h, const const_buffer_list& buffers) {
-    const std::uint64_t id = on_cancellation(h, &stream_impl::cancel_write);
-    std::lock_guard lock(mutex_);
-    if (closed_) return post_completion(std::move(h), errc::not_open, 0);
-    if (writing()) return post_completion(std::move(h), errc::operation_in_progress, 0);
-    if (end_ != end_state::none) return post_completion(std::move(h), boost::asio::error::broken_pipe, 0);
-    if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), 0);
-    if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
-    writer_.emplace(waiting_write{std::move(h), buffers, id});
-    progress(); // copied into the send ring if it has room, sent as the window and the peer's ring allow
-}
-
-void stream_impl::prepare_write(fill_handler h, std::size_t max_size) {
-    const std::uint64_t id = on_cancellation(h, &stream_impl::cancel_fill);
-    std::lock_guard lock(mutex_);
-    const boost::asio::mutable_buffer none;
-    if (closed_) return post_completion(std::move(h), errc::not_open, none);
-    if (writing()) return post_completion(std::move(h), errc::operation_in_progress, none);
-    if (end_ != end_state::none) return post_completion(std::move(h), boost::asio::error::broken_pipe, none);
-    if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), none);
-    if (max_size == 0) return post_completion(std::move(h), {}, none);
-    filler_.emplace(waiting_fill{std::move(h), max_size, id});
-    progress(); // handed out if the send ring has room
-}
-
-error_code stream_impl::commit_write(std::size_t n) noexcept {
-    std::lock_guard lock(mutex_);
-    if (closed_) return errc::not_open;
-    if (n > handed_out_) return RDMACM_CALL_ERRNO("commit_write", EINVAL);
-    handed_out_ = 0;
-    if (n == 0) return {};
-    if (broken_) return as_seen_by_user(broken_);
-    staged_ += n;
-    try {
-        progress();                                  // sent as a write's bytes are
-    } catch (const boost::system::system_error& e) { // (a post failed: the bytes cannot go)
-        fail(e.code());
-        return e.code();
-    } catch (const std::bad_alloc&) {
-        fail(make_error_code(boost::system::errc::not_enough_memory));
-        return broken_;
-    }
-    return {};
-}
-
-void stream_impl::shutdown(shutdown_handler h) {
-    std::lock_guard lock(mutex_);
-    if (closed_) {
-        if (h) post_completion(std::move(h), errc::not_open);
-        return;
-    }
-    if (h && shutdown_waiter_) return post_completion(std::move(h), errc::operation_in_progress);
-    if (end_ == end_state::none) end_ = end_state::queued;
-    if (h) shutdown_waiter_ = std::move(h);
-    progress();
 }
 
 void stream_impl::cancel_read(std::uint64_t id) noexcept {
@@ -508,26 +352,6 @@ void stream_impl::cancel_read(std::uint64_t id) noexcept {
     if (!reader_ || reader_->id != id) return; // completed already
     post_completion(std::move(reader_->h), boost::asio::error::operation_aborted, 0);
     reader_.reset();
-    update_hold();
-}
-
-void stream_impl::cancel_write(std::uint64_t id) noexcept {
-    std::lock_guard lock(mutex_);
-    if (!writer_ || writer_->id != id) return; // completed already
-    post_completion(std::move(writer_->h), boost::asio::error::operation_aborted, 0);
-    writer_.reset();
-    update_hold();
-}
-
-void stream_impl::cancel_fill(std::uint64_t id) noexcept {
-    std::lock_guard lock(mutex_);
-    if (fill_woken_ && fill_woken_->id == id) {
-        fill_woken_->cancelled = true; // its handler, about to run, finds out: nothing handed out
-        return;
-    }
-    if (!filler_ || filler_->id != id) return; // handed out already
-    post_completion(std::move(filler_->h), boost::asio::error::operation_aborted, boost::asio::mutable_buffer());
-    filler_.reset();
     update_hold();
 }
 
@@ -666,25 +490,6 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
         }
     }
     std::move(h)(ec, n);
-}
-
-void stream_impl::hand_out(fill_handler h, std::size_t most) {
-    boost::asio::mutable_buffer free;
-    error_code ec;
-    {
-        std::lock_guard lock(mutex_);
-        const bool cancelled = fill_woken_->cancelled;
-        fill_woken_.reset();
-        if (!closed_ && !cancelled && !broken_) {
-            free = free_space(most); // (not less than when it was woken: nothing wrote meanwhile)
-            handed_out_ = free.size();
-        } else {
-            ec = broken_ && !closed_ && !cancelled ? as_seen_by_user(broken_)
-                                                   : error_code(boost::asio::error::operation_aborted);
-            progress(); // (the end of the data may have waited for it)
-        }
-    }
-    std::move(h)(ec, free);
 }
 
 } // namespace rdmacm::detail

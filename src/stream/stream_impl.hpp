@@ -1,5 +1,6 @@
 #pragma once
-// The engine behind a stream (compiled in src/stream/stream_impl.cpp): a queue pair; the
+// The engine behind a stream (compiled in src/stream/stream_impl.cpp, its write side in
+// stream_write.cpp): a queue pair; the
 // ring the peer writes its data into and the receives kept posted for the peer's messages
 // (each tells of a write, or of credits); the ring writes fill, whose bytes go by RDMA write
 // into the peer's ring; the credits that keep every message within a receive the peer
@@ -24,6 +25,7 @@
 #include "rdmacm/detail/stream_base.hpp"
 #include "rdmacm/memory_region.hpp"
 
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
@@ -143,13 +145,14 @@ private:
     // A small message's bytes, where a write would have put them: the ring's next after
     // those told of before (checked: room for them).
     void into_ring(std::span<const std::byte> bytes) noexcept;
-    void fail(error_code ec);        // the first error sticks; what waits is woken
-    void update_hold() noexcept;     // the context's work while something waits
-    bool may_speak() const noexcept; // the server: once the client spoke (siw R10)
+    void fail(error_code ec);                            // the first error sticks; what waits is woken
+    static error_code as_seen_by_user(error_code cause); // what operations get once broken
+    void update_hold() noexcept;                         // the context's work while something waits
+    bool may_speak() const noexcept;                     // the server: once the client spoke (siw R10)
 
     // The operation's id; its handler's cancellation slot, if connected, calls `cancel` with it.
-    template <typename Handler>
-    std::uint64_t on_cancellation(Handler& h, void (stream_impl::*cancel)(std::uint64_t) noexcept);
+    std::uint64_t on_cancellation(boost::asio::cancellation_slot slot,
+                                  void (stream_impl::*cancel)(std::uint64_t) noexcept);
     void cancel_read(std::uint64_t id) noexcept;
     void cancel_write(std::uint64_t id) noexcept;
     void cancel_fill(std::uint64_t id) noexcept;
@@ -167,11 +170,9 @@ private:
     // if it was cancelled or the stream closed or broke since it was woken.
     void hand_out(fill_handler h, std::size_t most);
     // `h` completes with (ec, ...) on the queue pair's executor, never inline.
-    void post_completion(handler h, error_code ec, std::size_t n) { post_later(std::move(h), ec, n); }
-    void post_completion(shutdown_handler h, error_code ec) { post_later(std::move(h), ec); }
-    void post_completion(fill_handler h, error_code ec, boost::asio::mutable_buffer b) {
-        post_later(std::move(h), ec, b);
-    }
+    void post_completion(handler h, error_code ec, std::size_t n);
+    void post_completion(shutdown_handler h, error_code ec);
+    void post_completion(fill_handler h, error_code ec, boost::asio::mutable_buffer b);
     template <typename Handler, typename... Args>
     void post_later(Handler h, Args... args);
 
