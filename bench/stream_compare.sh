@@ -35,6 +35,7 @@ trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
 # shellcheck source=bench/compare_lib.sh
 . "$(dirname "$0")/compare_lib.sh" # (median, number, fail, perftest_run, perftest_hung)
 port=7700
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing # (bench/syscalls_of)
 
 # pair SERVER_ROLE CLIENT_ROLE COMMAND...: COMMAND's server (ROLE in COMMAND replaced by
 # SERVER_ROLE), then its client, each under $count_with (bench/syscalls_of, or nothing): the
