@@ -14,9 +14,10 @@
 // wait for it, Nagle's rule). `many`: event-driven, with 16 messages in flight each way
 // (`depth` and `send_depth`; the stream had 16 by default until 2026-12-07, 4 since).
 // `inplace`: event-driven, each write made in the send ring (async_prepare_write, then
-// commit_write), its bytes left as they are, as ib_write_bw sends its buffer as it is: the
-// stream without the copy of its writes (a program that makes its data in place pays for
-// making it, not for a copy). `tcp`: the
+// commit_write) and each read taken where it arrived in the receive ring
+// (async_read_in_place, then consume), their bytes left as they are, as ib_write_bw sends
+// its buffer as it is and reads nothing: the stream without its copies (a program that makes
+// its data in place, or parses it where it is, pays for that, not for a copy). `tcp`: the
 // same code over Asio's own TCP socket (no delay), on the device's address: what Asio's
 // operations cost, without RDMA.
 #include "connected.hpp"
@@ -56,6 +57,21 @@ asio::awaitable<void> send(Stream& s, std::span<const char> data, bool in_place)
     co_await asio::async_write(s, asio::buffer(data.data(), data.size()), use_awaitable);
 }
 
+// A transfer's bytes, received: copied into `data`, or read where they arrived in the
+// receive ring (left as they are).
+template <typename Stream>
+asio::awaitable<void> receive(Stream& s, std::span<char> data, bool in_place) {
+    if constexpr (requires { s.consume(0); }) {
+        for (std::size_t left = data.size(); in_place && left > 0;) {
+            const auto b = co_await s.async_read_in_place(left, use_awaitable);
+            s.consume(b.size());
+            left -= b.size();
+        }
+        if (in_place) co_return;
+    }
+    co_await asio::async_read(s, asio::buffer(data.data(), data.size()), use_awaitable);
+}
+
 // One pass of rstream's run_test: the client sends, then receives; the server the reverse.
 template <typename Stream>
 asio::awaitable<void> transfers(Stream& s, std::vector<char>& buf, std::size_t size, std::size_t count, bool send_first,
@@ -65,7 +81,7 @@ asio::awaitable<void> transfers(Stream& s, std::vector<char>& buf, std::size_t s
             if ((half == 0) == send_first)
                 co_await send(s, std::span<const char>(buf.data(), size), in_place);
             else
-                co_await asio::async_read(s, asio::buffer(buf.data(), size), use_awaitable);
+                co_await receive(s, std::span<char>(buf.data(), size), in_place);
         }
 }
 

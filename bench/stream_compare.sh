@@ -7,8 +7,9 @@
 #   each write sent at once, stream_options::no_delay, where the default waits while a
 #   message is in flight, Nagle's rule; event-driven with 16 receives and send buffers
 #   of 16 KiB, the defaults until 2026-12-07, where today's are 4 of 64 KiB, the same
-#   memory: stream_many; each write made in the send ring, without the copy
-#   (async_prepare_write; its bytes left as they are, as ib_write_bw's): stream_inplace;
+#   memory: stream_many; each write made in the send ring and each read taken in the
+#   receive ring, without the copies (async_prepare_write, async_read_in_place; their bytes
+#   left as they are, as ib_write_bw's): stream_inplace;
 #   and polling 50 us before it sleeps:
 #   stream_options::poll_for; rsockets polls too, by default), rdma-core's
 #   rsockets through its own tools rstream and riostream, TCP in the same VM (`rstream -T s`),

@@ -180,6 +180,15 @@ asio::awaitable<void> in_place(rdmacm::stream& s) {
     // [in_place]
 }
 
+std::size_t parse(asio::const_buffer b); // (declared only)
+asio::awaitable<void> read_in_place(rdmacm::stream& s) {
+    // [read_in_place]
+    asio::const_buffer b = co_await s.async_read_in_place(64 * 1024, asio::use_awaitable);
+    const std::size_t k = parse(b); // the bytes it used, read where they arrived
+    s.consume(k);                   // the rest is the next read's
+    // [read_in_place]
+}
+
 // docs/sharded-servers.md.
 void sharded(const std::string& address, unsigned short port) {
     // [sharded]

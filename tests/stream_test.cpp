@@ -369,6 +369,173 @@ BOOST_FIXTURE_TEST_CASE(a_prepare_cancelled_or_closed_before_its_handler_runs_ha
     }());
 }
 
+// Reads in place and copied reads, mixed, see the bytes once and in order: 1 MiB through
+// rings of 5,000 bytes (buffers end where the ring wraps), some consumes short or empty
+// (the rest read next), some buffers held across a suspension while the peer writes on.
+BOOST_FIXTURE_TEST_CASE(reads_in_place_see_the_bytes_in_order_with_copied_reads, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        const stream_options small_rings{.depth = 3, .ring_size = 5000, .send_depth = 2};
+        stream_pair p(ctx, small_rings, small_rings);
+        co_await p.open();
+        const auto data = random_bytes(at_volume(1024 * 1024), 21);
+        std::vector<std::byte> got;
+        std::size_t in_place = 0, shorter = 0;
+        auto read = [&]() -> awaitable<void> {
+            std::mt19937 rng(22);
+            std::vector<std::byte> buf(3000);
+            for (;;) {
+                const std::size_t n = rng() % 3000 + 1;
+                if (rng() % 2 == 0) {
+                    auto [ec, k] =
+                        co_await p.server.async_read_some(asio::buffer(buf.data(), n), asio::as_tuple(use_awaitable));
+                    if (ec == asio::error::eof) break;
+                    if (ec) throw boost::system::system_error(ec, "read");
+                    got.insert(got.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(k));
+                    continue;
+                }
+                auto [ec, b] = co_await p.server.async_read_in_place(n, asio::as_tuple(use_awaitable));
+                if (ec == asio::error::eof) break;
+                if (ec) throw boost::system::system_error(ec, "read in place");
+                if (b.size() == 0 || b.size() > n) throw std::runtime_error("handed out 0 or more than asked");
+                if (rng() % 4 == 0) co_await sleep_for(0ms); // (held while the peer writes on)
+                shorter += b.size() < n;
+                const std::size_t k = rng() % 4 == 0 ? rng() % (b.size() + 1) : b.size(); // (some: fewer)
+                const auto* bytes = static_cast<const std::byte*>(b.data());
+                got.insert(got.end(), bytes, bytes + k);
+                p.server.consume(k);
+                in_place += k;
+            }
+        };
+        co_await (send_all(p.client, data, 4000, 23) && read());
+        BOOST_TEST(in_place > data.size() / 3);
+        BOOST_TEST(shorter > 0, "no buffer ended at the ring's end or at what had arrived");
+        BOOST_TEST(got.size() == data.size());
+        BOOST_TEST((got == data), "the bytes differ");
+    }());
+}
+
+// A buffer handed to a read is the stream's one outstanding read until it is consumed:
+// another read fails with errc::operation_in_progress, a consume of more than was handed out
+// with EINVAL (nothing read), and the peer does not write over it — its room goes back only
+// with the consume. A read in place of nothing completes at once, empty; at the end of the
+// data, with eof; after close, a consume fails with errc::not_open.
+BOOST_FIXTURE_TEST_CASE(a_buffer_handed_to_a_read_is_the_one_outstanding_read_until_consumed, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx, tight, tight); // (rings of 1,024 bytes)
+        co_await p.open();
+        auto [ec0, nothing] = co_await p.server.async_read_in_place(0, asio::as_tuple(use_awaitable));
+        BOOST_TEST(!ec0, ec0.message());
+        BOOST_TEST(nothing.size() == 0u);
+
+        co_await asio::async_write(p.client, asio::buffer(std::string("hello")), use_awaitable);
+        auto b = co_await p.server.async_read_in_place(16, use_awaitable);
+        auto text = [](asio::const_buffer x) { return std::string(static_cast<const char*>(x.data()), x.size()); };
+        BOOST_TEST(text(b) == "hello");
+        std::array<char, 8> buf{};
+        auto [ec1, n1] = co_await p.server.async_read_some(asio::buffer(buf), asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec1 == make_error_code(errc::operation_in_progress), ec1.message());
+        auto [ec2, b2] = co_await p.server.async_read_in_place(1, asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec2 == make_error_code(errc::operation_in_progress), ec2.message());
+        error_code ec3;
+        p.server.consume(6, ec3);
+        BOOST_TEST(ec3 == make_error_code(asio::error::invalid_argument), ec3.message());
+        p.server.consume(2);
+        BOOST_TEST(text(co_await p.server.async_read_in_place(16, use_awaitable)) == "llo");
+        p.server.consume(0); // (all of it left)
+        b = co_await p.server.async_read_in_place(16, use_awaitable);
+        BOOST_TEST(text(b) == "llo");
+        p.server.consume(b.size());
+
+        // Held while the client writes three rings' worth: those bytes stay as they were (had
+        // their room gone back, the client's writes would wrap over them), and the rest
+        // arrives once they are consumed.
+        const auto more = random_bytes(3 * 1024, 24);
+        co_await asio::async_write(p.client, asio::buffer(more.data(), 100), use_awaitable);
+        b = co_await p.server.async_read_in_place(100, use_awaitable);
+        const auto* lent = static_cast<const std::byte*>(b.data());
+        const std::vector<std::byte> as_lent(lent, lent + b.size());
+        bool intact = false;
+        std::vector<std::byte> got;
+        co_await (asio::async_write(p.client, asio::buffer(more.data() + 100, more.size() - 100), use_awaitable) &&
+                      [&]() -> awaitable<void> {
+            co_await sleep_for(500ms);
+            intact = std::equal(as_lent.begin(), as_lent.end(), lent);
+            got = as_lent;
+            p.server.consume(b.size());
+            std::vector<std::byte> tail(more.size() - got.size());
+            co_await asio::async_read(p.server, asio::buffer(tail), use_awaitable);
+            got.insert(got.end(), tail.begin(), tail.end());
+        }());
+        BOOST_TEST(intact, "the peer wrote over bytes handed to a read");
+        BOOST_TEST((got == more), "the bytes differ");
+
+        p.client.shutdown();
+        auto [ec4, b4] = co_await p.server.async_read_in_place(16, asio::as_tuple(use_awaitable));
+        BOOST_TEST(ec4 == asio::error::eof, ec4.message());
+        p.server.close();
+        error_code ec5;
+        p.server.consume(0, ec5);
+        BOOST_TEST(ec5 == make_error_code(errc::not_open), ec5.message());
+    }());
+}
+
+// A read in place woken (bytes arrived) whose handler has not run yet — held on a context
+// of its own, not running — ends with operation_aborted and hands out nothing when it is
+// cancelled meanwhile, or the stream is closed: the bytes are read next. One whose handler
+// is destroyed unrun (its context destroyed first) is forgotten: a read then goes.
+BOOST_FIXTURE_TEST_CASE(a_read_in_place_cancelled_or_closed_before_its_handler_runs_hands_out_nothing, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx);
+        co_await p.open();
+        asio::io_context held; // (runs only when the test says)
+        error_code ec;
+        std::size_t handed_out = 99;
+        auto view = [&](asio::cancellation_slot slot) {
+            p.server.async_read_in_place(
+                16,
+                asio::bind_cancellation_slot(slot, asio::bind_executor(held, [&](error_code e, asio::const_buffer b) {
+                                                 ec = e;
+                                                 handed_out = b.size();
+                                             })));
+        };
+        co_await asio::async_write(p.client, asio::buffer(std::string("x")), use_awaitable);
+        asio::cancellation_signal cancel;
+        view(cancel.slot());
+        co_await sleep_for(50ms); // (woken: its handler queued on `held`)
+        cancel.emit(asio::cancellation_type::terminal);
+        held.run_for(5s); // (bounded: a handler queued elsewhere would hold `held` for good)
+        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
+        BOOST_TEST(handed_out == 0u);
+        error_code nothing_out;
+        p.server.consume(1, nothing_out);
+        BOOST_TEST(nothing_out == make_error_code(asio::error::invalid_argument), nothing_out.message());
+        std::array<char, 4> buf{};
+        std::size_t n = co_await p.server.async_read_some(asio::buffer(buf), use_awaitable);
+        BOOST_TEST((n == 1 && buf[0] == 'x'), "the byte was lost with the cancelled read in place");
+
+        co_await asio::async_write(p.client, asio::buffer(std::string("y")), use_awaitable);
+        {
+            asio::io_context doomed;
+            p.server.async_read_in_place(
+                16, asio::bind_executor(doomed, [&](error_code, asio::const_buffer b) { handed_out = b.size(); }));
+            co_await sleep_for(50ms); // (woken: its handler queued on `doomed`)
+        }
+        n = co_await p.server.async_read_some(asio::buffer(buf), use_awaitable);
+        BOOST_TEST((n == 1 && buf[0] == 'y'), "a read after a read in place whose handler was destroyed");
+
+        held.restart();
+        ec = {};
+        handed_out = 99;
+        co_await asio::async_write(p.client, asio::buffer(std::string("z")), use_awaitable);
+        view({});
+        co_await sleep_for(50ms);
+        p.server.close();
+        held.run_for(5s);
+        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
+        BOOST_TEST(handed_out == 0u);
+    }());
+}
+
 BOOST_FIXTURE_TEST_CASE(a_peer_that_closes_is_a_reset_not_a_hang, stream_fixture) {
     run(ctx, [&]() -> awaitable<void> {
         stream_pair p(ctx);

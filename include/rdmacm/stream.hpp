@@ -103,7 +103,8 @@ struct accept_stream_op {
 /// has them; they go to the peer as its ring and receives allow, small writes made
 /// meanwhile as one message. A write may write less than asked (a partial transfer;
 /// `asio::async_write` goes on), and waits while the send ring is full; a write made in the
-/// send ring itself (`async_prepare_write`, then `commit_write`) skips the copy. A read
+/// send ring itself (`async_prepare_write`, then `commit_write`) skips the copy, as does a
+/// read of the receive ring itself (`async_read_in_place`, then `consume`). A read
 /// completes with at least one byte; after the peer's `shutdown` and everything it sent
 /// before, with `asio::error::eof`. Empty buffers complete with 0 at once (never inside the
 /// call).
@@ -273,6 +274,29 @@ public:
                              Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
         return boost::asio::async_initiate<Token, void(error_code, boost::asio::mutable_buffer)>(
             initiate_prepare_write{{}, impl_, executor_}, token, max_size);
+    }
+
+    /// The next bytes received, handed out where they arrived, in the stream's receive ring:
+    /// a read without the copy of `async_read_some` (for data parsed or forwarded where it
+    /// is). `consume(n)` then reads the first `n` of them. Completes once bytes arrived, with
+    /// 1 to `max_size` of them: fewer where fewer arrived, or where the ring wraps (the next
+    /// call hands out its start). Until `consume`, the buffer is the caller's to read and it
+    /// is the stream's outstanding read: another read fails with
+    /// errc::operation_in_progress, and the peer cannot write over the bytes (their room
+    /// goes back to it only with `consume`: a buffer kept holds the peer's writes back). The
+    /// buffer is valid until `consume`, `close` or the stream's destruction.
+    /// @par Completion Signature
+    /// `void(error_code, asio::const_buffer)`; an empty buffer for `max_size` 0 (at once).
+    /// @par Errors
+    /// As for `async_read_some`.
+    /// @par Per-Operation Cancellation
+    /// terminal, partial, total until its handler runs: nothing is handed out, nothing lost.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, boost::asio::const_buffer))
+                  Token = boost::asio::default_completion_token_t<executor_type>>
+    auto async_read_in_place(std::size_t max_size,
+                             Token&& token = boost::asio::default_completion_token_t<executor_type>()) {
+        return boost::asio::async_initiate<Token, void(error_code, boost::asio::const_buffer)>(
+            initiate_read_in_place{{}, impl_, executor_}, token, max_size);
     }
 
     /// Sends the end of the data after everything written; completes once it and all

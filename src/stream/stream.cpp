@@ -149,6 +149,22 @@ void stream_base::commit_write(std::size_t n, error_code& ec) noexcept {
     ec = impl_ ? impl_->commit_write(n) : error_code(errc::not_open);
 }
 
+void stream_base::start_read_in_place(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
+                                      view_handler h, std::size_t max_size) {
+    if (impl) return impl->read_in_place(std::move(h), max_size);
+    boost::asio::post(fallback, boost::asio::append(std::move(h), errc::not_open, boost::asio::const_buffer()));
+}
+
+void stream_base::consume(std::size_t n) {
+    error_code ec;
+    consume(n, ec);
+    if (ec) throw boost::system::system_error(ec, "consume");
+}
+
+void stream_base::consume(std::size_t n, error_code& ec) noexcept {
+    ec = impl_ ? impl_->consume(n) : error_code(errc::not_open);
+}
+
 void stream_base::start_shutdown(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
                                  shutdown_handler h) {
     if (impl) return impl->shutdown(std::move(h));

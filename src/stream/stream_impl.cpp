@@ -1,5 +1,4 @@
 #include "stream/stream_impl.hpp"
-#include "stream/ring_pieces.hpp"
 
 #include "common/destroyer.hpp"
 #include "common/dispatch_to_handler.hpp"
@@ -11,7 +10,6 @@
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
-#include <cstring>
 
 namespace rdmacm::detail {
 
@@ -62,6 +60,9 @@ error_code stream_impl::as_seen_by_user(error_code cause) {
 void stream_impl::post_completion(handler h, error_code ec, std::size_t n) { post_later(std::move(h), ec, n); }
 void stream_impl::post_completion(shutdown_handler h, error_code ec) { post_later(std::move(h), ec); }
 void stream_impl::post_completion(fill_handler h, error_code ec, boost::asio::mutable_buffer b) {
+    post_later(std::move(h), ec, b);
+}
+void stream_impl::post_completion(view_handler h, error_code ec, boost::asio::const_buffer b) {
     post_later(std::move(h), ec, b);
 }
 
@@ -285,17 +286,16 @@ void stream_impl::progress() {
         wake(&stream_impl::read_woken_, r.id, std::move(r.h),
              [buffers = r.buffers](stream_impl& self, handler h) { self.deliver(std::move(h), buffers); });
     }
+    if (viewer_ && (!data_.empty() || end_heard_ || broken_)) {
+        auto v = std::move(*viewer_);
+        viewer_.reset();
+        wake(&stream_impl::view_woken_, v.id, std::move(v.h),
+             [most = v.max_size](stream_impl& self, view_handler h) { self.show(std::move(h), most); });
+    }
     update_hold();
 }
 
 bool stream_impl::may_speak() const noexcept { return role_ == stream_role::client || heard_; }
-
-void stream_impl::into_ring(std::span<const std::byte> bytes) noexcept {
-    ring_pieces(arrived_, bytes.size(), options_.ring_size,
-                [&](std::size_t offset, std::size_t length, std::size_t before) {
-                    std::memcpy(ring_->buffer.data() + offset, bytes.data() + before, length);
-                });
-}
 
 void stream_impl::repost(std::uint32_t slot) {
     if (closed_ || broken_) return; // (the queue pair would flush it)
@@ -318,8 +318,9 @@ void stream_impl::update_hold() noexcept {
     // else would send them (a socket's kernel would).
     const bool end_waits = end_ == end_state::queued && !broken_ && !closed_;
     const bool bytes_wait = staged_ != sent_ && !broken_ && !closed_;
-    const int want = int{reader_.has_value()} + int{writer_.has_value()} + int{filler_.has_value()} + int{end_waits} +
-                     int{bytes_wait} + int{static_cast<bool>(shutdown_waiter_)};
+    const int want = int{reader_.has_value()} + int{viewer_.has_value()} + int{writer_.has_value()} +
+                     int{filler_.has_value()} + int{end_waits} + int{bytes_wait} +
+                     int{static_cast<bool>(shutdown_waiter_)};
     if (want == held_) return;
     qp_->waiting_beside(want - held_); // the context runs while they wait, wherever the id moves
     held_ = want;
@@ -338,28 +339,6 @@ std::uint64_t stream_impl::on_cancellation(boost::asio::cancellation_slot slot,
     return id;
 }
 
-void stream_impl::read(handler h, const mutable_buffer_list& buffers) {
-    const std::uint64_t id = on_cancellation(h.get_cancellation_slot(), &stream_impl::cancel_read);
-    std::lock_guard lock(mutex_);
-    if (closed_) return post_completion(std::move(h), errc::not_open, 0);
-    if (reader_ || read_woken_) return post_completion(std::move(h), errc::operation_in_progress, 0);
-    if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
-    reader_.emplace(waiting_read{std::move(h), buffers, id});
-    progress(); // woken at once if there is something to read
-}
-
-void stream_impl::cancel_read(std::uint64_t id) noexcept {
-    std::lock_guard lock(mutex_);
-    if (read_woken_ && read_woken_->id == id) {
-        read_woken_->cancelled = true; // its handler, about to run, finds out
-        return;
-    }
-    if (!reader_ || reader_->id != id) return; // completed already
-    post_completion(std::move(reader_->h), boost::asio::error::operation_aborted, 0);
-    reader_.reset();
-    update_hold();
-}
-
 void stream_impl::close() noexcept {
     {
         std::lock_guard lock(mutex_);
@@ -369,11 +348,15 @@ void stream_impl::close() noexcept {
         if (filler_)
             post_completion(std::move(filler_->h), boost::asio::error::operation_aborted,
                             boost::asio::mutable_buffer());
+        if (viewer_)
+            post_completion(std::move(viewer_->h), boost::asio::error::operation_aborted, boost::asio::const_buffer());
         if (shutdown_waiter_) post_completion(std::move(shutdown_waiter_), boost::asio::error::operation_aborted);
         reader_.reset();
         writer_.reset();
         filler_.reset();
+        viewer_.reset();
         handed_out_ = 0;
+        lent_ = 0;
         closed_ = true;
         data_.clear(); // their buffers are not posted again
         stop_nudging();
@@ -387,12 +370,14 @@ void stream_impl::context_gone() noexcept {
     std::optional<waiting_read> r;
     std::optional<waiting_write> w;
     std::optional<waiting_fill> f;
+    std::optional<waiting_view> v;
     shutdown_handler s;
     decltype(unrun_) unrun;
     std::lock_guard lock(mutex_);
     r.swap(reader_);
     w.swap(writer_);
     f.swap(filler_);
+    v.swap(viewer_);
     s = std::move(shutdown_waiter_);
     unrun.swap(unrun_);
     update_hold();
@@ -455,46 +440,6 @@ void stream_impl::forget(std::optional<woken> stream_impl::*which) noexcept {
     std::lock_guard lock(mutex_);
     (this->*which).reset();
     update_hold();
-}
-
-void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
-    std::size_t n = 0;
-    error_code ec;
-    {
-        std::lock_guard lock(mutex_);
-        const bool cancelled = read_woken_->cancelled;
-        read_woken_.reset();
-        if (closed_ || cancelled) {
-            ec = boost::asio::error::operation_aborted;
-        } else {
-            for (const auto& part : buffers.view()) {
-                std::size_t taken = 0;
-                while (taken < part.size() && !data_.empty()) {
-                    auto& d = data_.front();
-                    const std::size_t k = std::min(part.size() - taken, std::size_t{d.left});
-                    ring_pieces(read_, k, options_.ring_size,
-                                [&](std::size_t offset, std::size_t length, std::size_t before) {
-                                    std::memcpy(static_cast<std::byte*>(part.data()) + taken + before,
-                                                ring_->buffer.data() + offset, length);
-                                });
-                    taken += k;
-                    read_ += k;
-                    d.left -= static_cast<std::uint32_t>(k);
-                    credits_->consumed(static_cast<std::uint32_t>(k));
-                    if (d.left == 0) {
-                        const std::uint32_t slot = d.slot;
-                        data_.pop_front();
-                        repost(slot); // read: its receive goes back, and counts for the peer (as its bytes)
-                    }
-                }
-                n += taken;
-                if (data_.empty()) break;
-            }
-            if (n == 0) ec = end_heard_ ? error_code(boost::asio::error::eof) : as_seen_by_user(broken_);
-            progress(); // credits for what was read
-        }
-    }
-    std::move(h)(ec, n);
 }
 
 } // namespace rdmacm::detail

@@ -1,6 +1,6 @@
 #pragma once
-// The engine behind a stream (compiled in src/stream/stream_impl.cpp, its write side in
-// stream_write.cpp): a queue pair; the
+// The engine behind a stream (compiled in src/stream/stream_impl.cpp, its read side in
+// stream_read.cpp, its write side in stream_write.cpp): a queue pair; the
 // ring the peer writes its data into and the receives kept posted for the peer's messages
 // (each tells of a write, or of credits); the ring writes fill, whose bytes go by RDMA write
 // into the peer's ring; the credits that keep every message within a receive the peer
@@ -13,10 +13,10 @@
 // before the queue pair's (posts are made under it; the queue pair never calls back under
 // its own).
 //
-// Reads take their bytes, and prepared writes their buffer, when their handler is about to
-// run, on its own executor (as a receive pool's messages are taken): a cancellation that
-// reaches a woken read or prepare before then ends it with operation_aborted, the bytes left
-// for the next read, no buffer handed out.
+// Reads take their bytes (or, in place, their buffer), and prepared writes their buffer, when
+// their handler is about to run, on its own executor (as a receive pool's messages are
+// taken): a cancellation that reaches a woken read or prepare before then ends it with
+// operation_aborted, the bytes left for the next read, no buffer handed out.
 #include "common/context_bound.hpp"
 #include "stream/stream_credits.hpp"
 #include "stream/stream_wire.hpp"
@@ -44,6 +44,7 @@ public:
     using handler = stream_base::handler;
     using shutdown_handler = stream_base::shutdown_handler;
     using fill_handler = stream_base::fill_handler;
+    using view_handler = stream_base::view_handler;
 
     // Registers the rings and the receives' buffers on `qp`'s protection domain and posts
     // the receives; throws system_error ("ibv_reg_mr"; errc::not_open with no queue pair).
@@ -59,6 +60,10 @@ public:
     void accepted() noexcept;
 
     void read(handler h, const mutable_buffer_list& buffers);
+    // Hands out the ring's next bytes received (1 to `max_size`) once some arrived; a consume
+    // reads what was read of them.
+    void read_in_place(view_handler h, std::size_t max_size);
+    error_code consume(std::size_t n) noexcept; // (a receive not posted again breaks the stream)
     void write(handler h, const const_buffer_list& buffers);
     // Hands out the send ring's next free bytes (1 to `max_size`) once it has room; a
     // commit sends what was filled of them.
@@ -98,7 +103,12 @@ private:
         std::size_t max_size;
         std::uint64_t id;
     };
-    // A read, or a prepared write, whose handler is queued (wake): its id, and whether a
+    struct waiting_view {
+        view_handler h;
+        std::size_t max_size;
+        std::uint64_t id;
+    };
+    // A read (copied or in place), or a prepared write, whose handler is queued (wake): its id, and whether a
     // cancellation came meanwhile.
     struct woken {
         std::uint64_t id;
@@ -127,6 +137,8 @@ private:
     std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied into the send ring
     // The send ring's free bytes after what was written, up to `most` and to where it wraps.
     boost::asio::mutable_buffer free_space(std::size_t most) noexcept;
+    // A read, or a read in place, waits or is handed out: the one read-side operation.
+    bool reading() const noexcept { return reader_ || read_woken_ || viewer_ || view_woken_ || lent_ > 0; }
     // A write, or a prepared write, waits or is handed out: the one write-side operation.
     bool writing() const noexcept { return writer_ || filler_ || fill_woken_ || handed_out_ > 0; }
     // The next data message, if one may go: the send ring's bytes not sent yet, as many as
@@ -159,6 +171,7 @@ private:
     void cancel_read(std::uint64_t id) noexcept;
     void cancel_write(std::uint64_t id) noexcept;
     void cancel_fill(std::uint64_t id) noexcept;
+    void cancel_view(std::uint64_t id) noexcept;
     // A read or prepare's handler, `h`, woken: queued to run `then(*this, h)` on its own
     // executor (else the queue pair's), taking what it was woken for as it is about to run;
     // marked woken (`which`: read_woken_ or fill_woken_) until then. `h` is kept for
@@ -169,6 +182,10 @@ private:
     void wake(std::optional<woken> stream_impl::*which, std::uint64_t id, Handler h, Then then);
     void forget(std::optional<woken> stream_impl::*which) noexcept; // woken, its handler destroyed unrun
     void deliver(handler h, const mutable_buffer_list& buffers);    // a read takes the bytes
+    // A read in place is handed the ring's bytes received — or ends, nothing handed out, if
+    // it was cancelled or the stream closed since it was woken.
+    void show(view_handler h, std::size_t most);
+    void take_read(std::size_t n); // `n` bytes of the ring read (copied or consumed)
     // A prepared write is handed the send ring's free bytes — or ends, nothing handed out,
     // if it was cancelled or the stream closed or broke since it was woken.
     void hand_out(fill_handler h, std::size_t most);
@@ -176,6 +193,7 @@ private:
     void post_completion(handler h, error_code ec, std::size_t n);
     void post_completion(shutdown_handler h, error_code ec);
     void post_completion(fill_handler h, error_code ec, boost::asio::mutable_buffer b);
+    void post_completion(view_handler h, error_code ec, boost::asio::const_buffer b);
     template <typename Handler, typename... Args>
     void post_later(Handler h, Args... args);
 
@@ -221,7 +239,9 @@ private:
     error_code broken_;
     end_state end_ = end_state::none;
     std::optional<waiting_read> reader_;
-    std::optional<woken> read_woken_, fill_woken_;
+    std::optional<woken> read_woken_, fill_woken_, view_woken_;
+    std::optional<waiting_view> viewer_;
+    std::size_t lent_ = 0; // the ring's bytes a read in place handed out, not consumed
     std::optional<waiting_write> writer_;
     std::optional<waiting_fill> filler_;
     std::size_t handed_out_ = 0; // the send ring's bytes a prepared write handed out, not committed
@@ -230,7 +250,9 @@ private:
     int held_ = 0;                          // what update_hold last told the queue pair
     // Handlers with nowhere to run (the context shutting down), kept for context_gone to
     // destroy outside the lock.
-    std::tuple<std::vector<handler>, std::vector<shutdown_handler>, std::vector<fill_handler>> unrun_;
+    std::tuple<std::vector<handler>, std::vector<shutdown_handler>, std::vector<fill_handler>,
+               std::vector<view_handler>>
+        unrun_;
     bool connected_ = false;                               // both sides' queue pairs are connected: a probe may go
     bool probing_ = false;                                 // a probe in flight
     std::uint64_t sends_at_last_probe_ = 0;                // posted_sends_ at the last look

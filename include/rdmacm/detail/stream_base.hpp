@@ -62,6 +62,7 @@ public:
     using handler = completion_handler<void(error_code, std::size_t)>;
     using shutdown_handler = completion_handler<void(error_code)>;
     using fill_handler = completion_handler<void(error_code, boost::asio::mutable_buffer)>;
+    using view_handler = completion_handler<void(error_code, boost::asio::const_buffer)>;
 
     /// Whether the stream has a connection (or one being opened).
     bool is_open() const noexcept { return impl_ != nullptr; }
@@ -77,6 +78,14 @@ public:
     void commit_write(std::size_t n);
     /// As above, the error in `ec`.
     void commit_write(std::size_t n, error_code& ec) noexcept;
+    /// Reads the first `n` bytes of the buffer `async_read_in_place` handed out, as a read of
+    /// them would: their room in the ring goes back to the peer. The rest stays for the next
+    /// read (`consume(0)` leaves it all; with nothing handed out, it does nothing). Throws
+    /// system_error: EINVAL ("consume") for more than was handed out (nothing is read; the
+    /// buffer stays handed out); errc::not_open once closed.
+    void consume(std::size_t n);
+    /// As above, the error in `ec`.
+    void consume(std::size_t n, error_code& ec) noexcept;
     /// Sends the end of the data after everything written, and returns (as a socket's
     /// `shutdown(shutdown_send)`): the peer reads what came before it, then
     /// `asio::error::eof`. Later writes fail with `asio::error::broken_pipe`. Idempotent.
@@ -134,6 +143,8 @@ private:
                             const const_buffer_list& buffers);
     static void start_prepare_write(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
                                     fill_handler h, std::size_t max_size);
+    static void start_read_in_place(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
+                                    view_handler h, std::size_t max_size);
     static void start_shutdown(const std::shared_ptr<stream_impl>& impl, const executor_type& fallback,
                                shutdown_handler h);
 
@@ -155,6 +166,8 @@ protected:
     using initiate_write = initiate<void(error_code, std::size_t), &stream_base::start_write>;
     using initiate_prepare_write =
         initiate<void(error_code, boost::asio::mutable_buffer), &stream_base::start_prepare_write>;
+    using initiate_read_in_place =
+        initiate<void(error_code, boost::asio::const_buffer), &stream_base::start_read_in_place>;
     using initiate_shutdown = initiate<void(error_code), &stream_base::start_shutdown>;
 };
 
