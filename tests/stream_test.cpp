@@ -711,8 +711,7 @@ BOOST_AUTO_TEST_CASE(small_writes_made_while_a_small_message_is_in_flight_wait_f
             std::vector<std::string> writes;
             for (char c = 'a'; c < 'a' + 10; ++c) writes.emplace_back(64, c);
             write(writes[0]);
-            // (With no_delay nothing waits for its completion: not signalled, it has none.)
-            if (!no_delay) BOOST_TEST_REQUIRE(held->wait_entered(10s), "the first message's completion never came");
+            BOOST_TEST_REQUIRE(held->wait_entered(10s), "the first message's completion never came");
             auto read = asio::async_read(p.server, asio::buffer(got.data(), 64), asio::use_future);
             BOOST_TEST_REQUIRE(ready_within(read, 10s), "the first message did not arrive");
             read.get();
@@ -742,9 +741,8 @@ BOOST_AUTO_TEST_CASE(small_writes_made_while_a_small_message_is_in_flight_wait_f
 
                 until_quiet(cq);
                 held.emplace("ibv_get_cq_event returned", cq);
-                // (Its message is not signalled — nothing waits for its completion — so no
-                // event may come: whatever does is held.)
                 write(two_packets[0]);
+                BOOST_TEST_REQUIRE(held->wait_entered(10s), "the first 2,000-byte write's completion never came");
                 write(two_packets[1]);
                 auto both = asio::async_read(p.server, asio::buffer(got_two), asio::use_future);
                 BOOST_TEST(ready_within(both, 10s), "a write of more than a packet waited for another's completion");

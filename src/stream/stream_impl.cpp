@@ -92,7 +92,6 @@ error_code stream_impl::opened(stream_wire::hello peer) {
     peer_rkey_ = peer.rkey;
     largest_message_ = std::max<std::uint32_t>(1, std::min(options_.ring_size, peer.ring_size) / 2);
     try {
-        in_flight_.resize(std::size_t{options_.send_depth} + 1); // (every header slot, the control one too)
         free_headers_.reserve(options_.send_depth);
         for (std::uint32_t slot = options_.send_depth; slot-- > 0;) free_headers_.push_back(slot);
         credits_.emplace(stream_credit_rules::for_depth(options_.depth), options_.ring_size, peer.depth,
@@ -214,19 +213,15 @@ void stream_impl::arrived(std::uint32_t slot, error_code ec, std::size_t bytes) 
     if (close_queue_pair) qp_->close();
 }
 
-// RC completes a send queue in order: once message `number` is done, so is every message
-// before it, signalled or not.
-void stream_impl::sent(std::uint64_t number, error_code ec) {
+void stream_impl::sent(std::uint32_t slot, std::uint32_t bytes, bool short_data, error_code ec) {
     std::lock_guard lock(mutex_);
-    while (completed_sends_ < number) {
-        const message_in_flight& m = in_flight_[++completed_sends_ % in_flight_.size()];
-        if (m.short_data) --short_in_flight_;
-        if (m.slot == control_slot())
-            control_busy_ = false;
-        else
-            free_headers_.push_back(m.slot);
-        done_ += m.bytes; // (the send ring's oldest)
-    }
+    if (short_data) --short_in_flight_;
+    if (slot == control_slot())
+        control_busy_ = false;
+    else
+        free_headers_.push_back(slot);
+    done_ += bytes; // (RC completes sends in order: these were the send ring's oldest)
+    ++completed_sends_;
     if (closed_) return;
     if (ec) fail(ec);
     progress();

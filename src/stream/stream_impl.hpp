@@ -121,7 +121,7 @@ private:
 
     // Completions (on the queue pair's executor).
     void arrived(std::uint32_t slot, error_code ec, std::size_t bytes);
-    void sent(std::uint64_t number, error_code ec); // message `number` (posted_sends_ as posted) and those before it
+    void sent(std::uint32_t slot, std::uint32_t bytes, bool short_data, error_code ec);
     void nudge();
     void arm_nudge();             // under the lock
     void stop_nudging() noexcept; // under the lock
@@ -153,9 +153,6 @@ private:
     // ring, as one post.
     void post_message(std::uint32_t slot, stream_wire::kind what, std::uint32_t bytes);
     std::uint32_t control_slot() const noexcept { return options_.send_depth; }
-    // Whether a message is posted signalled (its sent() comes), given that `bytes` of it
-    // were counted into sent_ and its slot taken: else a later one's completion tells of it.
-    bool signal(stream_wire::kind what, bool short_data) const noexcept;
     void repost(std::uint32_t slot);
     // A small message's bytes, where a write would have put them: the ring's next after
     // those told of before (checked: room for them).
@@ -221,14 +218,7 @@ private:
     // messages of credits alone need while every data message waits for the window.
     std::vector<std::uint32_t> free_headers_;
     bool control_busy_ = false;
-    // Messages posted and completed so far (numbered from 1); those between, by number
-    // modulo its size: their slot and bytes, given back once a completion tells of them.
     std::uint64_t posted_sends_ = 0, completed_sends_ = 0;
-    struct message_in_flight {
-        std::uint32_t slot = 0, bytes = 0;
-        bool short_data = false;
-    };
-    std::vector<message_in_flight> in_flight_; // options_.send_depth + 1: every slot's
     // Short data messages sent, not yet completed (Nagle's rule).
     std::uint32_t short_in_flight_ = 0;
     std::uint64_t end_send_ = 0; // posted_sends_ once the end of data was posted

@@ -63,19 +63,6 @@ bool stream_impl::send_control(stream_wire::kind what) {
     return true;
 }
 
-// A message's completion is asked for when something may come to wait for it: Nagle's
-// clock (a short message's), the end of the data and credits (the control slot's), the last
-// header slot, and half the send ring in flight (a writer, or a prepare, waiting for room).
-// Any other message of data goes unsignalled: one completion fewer to poll and to hand over,
-// and a wake-up fewer, for each; a later signalled one's completion gives its slot and its
-// bytes back. Whatever waits, then, waits for a signalled message in flight: the slots run
-// out only at a signalled one, and a full ring with less than half of it in flight waits
-// for a post (credits, Nagle's completion), whose own message is judged then.
-bool stream_impl::signal(stream_wire::kind what, bool short_data) const noexcept {
-    return what != stream_wire::kind::data || (short_data && !options_.no_delay) || free_headers_.empty() ||
-           sent_ - done_ >= options_.ring_size / 2;
-}
-
 void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::uint32_t bytes) {
     std::byte* const header = send_headers_->buffer.data() + std::size_t{slot} * stream_wire::header_size;
     const stream_counts counts = credits_->sent(bytes);
@@ -113,13 +100,10 @@ void stream_impl::post_message(std::uint32_t slot, stream_wire::kind what, std::
     if (in_message) gather(sent_, sent_ + bytes);
     chain[wrs++] = {work_request::kind::send, std::span(from).subspan(first, sges - first)};
     sent_ += bytes;
-    in_flight_[posted_sends_ % in_flight_.size()] = {slot, bytes, short_data};
-    if (signal(what, short_data)) {
-        qp_->post(std::span(chain).first(wrs), [self = shared_from_this(), number = posted_sends_](
-                                                   error_code ec, std::size_t) { self->sent(number, ec); });
-    } else if (const error_code ec = qp_->post_unsignalled(std::span(chain).first(wrs))) {
-        fail(ec);
-    }
+    qp_->post(std::span(chain).first(wrs),
+              [self = shared_from_this(), slot, bytes, short_data](error_code ec, std::size_t) {
+                  self->sent(slot, bytes, short_data, ec);
+              });
 }
 
 void stream_impl::write(handler h, const const_buffer_list& buffers) {

@@ -78,17 +78,10 @@ public:
     // queue pair is closed and it waits for its flush: what nobody waits for yet keeps
     // nothing running, as the bytes in a socket's buffer do not.
     void post(const work_request& wr, handler h, bool standing = false);
-    // Posts a chain of up to max_chain sends, writes and reads in one call, only the last
+    // Posts a chain of up to four sends, writes and reads in one call, only the last
     // signalled: `h` completes with the last's completion (RC completes a send queue in
     // order: the others are done by then), or with the first error of any of them.
     void post(std::span<const work_request> chain, handler h, bool standing = false);
-    // Posts a chain of sends, writes and reads none of which is signalled, with no handler:
-    // for a caller that learns it was done from a later signalled request's completion (RC
-    // completes a send queue in order; the device holds the buffers until then). One that
-    // fails puts the queue pair in error: what waits on it completes with its flush. Refused
-    // (closed, in error) or failed to post: the error, nothing posted.
-    error_code post_unsignalled(std::span<const work_request> chain);
-    static constexpr std::size_t max_chain = 4; // (the stream's longest is three: two writes and a send)
     // Completes `h` with `ec` on `ex` (nothing to post it on).
     static void refuse(const executor_type& ex, handler h, error_code ec);
 
@@ -156,8 +149,6 @@ private:
         ibv_wc_status status;
         bool received; // a receive's (the opcode: valid when the status is success)
     };
-    // ibv_post_send of `chain`, each with `wr_id`, its last signalled if `signal_last`: errno.
-    int post_send_chain(std::span<const work_request> chain, std::uint64_t wr_id, bool signal_last) noexcept;
     pass_result poll(poller& by, pass p); // on the strand of `by`
     // A pass after an event (or asked for), on `by`'s strand; in polling mode it then spins
     // unless `by` spins already.

@@ -167,7 +167,8 @@ void qp_impl::post(const work_request& wr, handler h, bool standing) {
 }
 
 void qp_impl::post(std::span<const work_request> chain, handler h, bool standing) {
-    if (chain.empty() || chain.size() > max_chain) throw std::length_error("qp_impl::post: a chain of 1 to 4");
+    constexpr std::size_t most = 4; // (the stream's longest is three: two writes and a send)
+    if (chain.empty() || chain.size() > most) throw std::length_error("qp_impl::post: a chain of 1 to 4");
     std::unique_lock lock(mutex_);
     if (const auto verdict = machine_.post(); verdict != qp_machine::posting::go) {
         if (verdict == qp_machine::posting::queue_in_error) {
@@ -214,9 +215,26 @@ void qp_impl::post(std::span<const work_request> chain, handler h, bool standing
         r.num_sge = static_cast<int>(chain.front().buffers.size());
         if (int e = ibv_post_recv(qp_, &r, &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_recv", e);
     } else {
-        // Each carries the handler's id: one that fails completes with its error whether
-        // signalled or not, and what is flushed after it finds the handler taken.
-        if (int e = post_send_chain(chain, wr_id, true)) ec = RDMACM_CALL_ERRNO("ibv_post_send", e);
+        // One post for the chain (one doorbell); only its last is signalled. Each carries the
+        // handler's id: one that fails completes with its error whether signalled or not, and
+        // what is flushed after it finds the handler taken.
+        std::array<ibv_send_wr, most> s{};
+        const std::size_t n = chain.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const work_request& wr = chain[i];
+            s[i].wr_id = wr_id;
+            s[i].sg_list = const_cast<ibv_sge*>(wr.buffers.data());
+            s[i].num_sge = static_cast<int>(wr.buffers.size());
+            s[i].send_flags = i + 1 == n ? IBV_SEND_SIGNALED : 0;
+            s[i].opcode = wr.what == work_request::kind::send    ? IBV_WR_SEND
+                          : wr.what == work_request::kind::write ? IBV_WR_RDMA_WRITE
+                                                                 : IBV_WR_RDMA_READ;
+            s[i].wr.rdma.remote_addr = wr.remote_address;
+            s[i].wr.rdma.rkey = wr.rkey;
+            s[i].next = i + 1 == n ? nullptr : &s[i + 1];
+        }
+        ibv_send_wr* bad = nullptr;
+        if (int e = ibv_post_send(qp_, s.data(), &bad)) ec = RDMACM_CALL_ERRNO("ibv_post_send", e);
     }
     end_verbs_call();
     if (!ec) return;
@@ -231,45 +249,6 @@ void qp_impl::post(std::span<const work_request> chain, handler h, bool standing
     refuse(to.executor, std::move(*failed), ec);
     if (wake) wake_later(wake);
     settle();
-}
-
-// One post for the chain (one doorbell); only its last may be signalled.
-int qp_impl::post_send_chain(std::span<const work_request> chain, std::uint64_t wr_id, bool signal_last) noexcept {
-    std::array<ibv_send_wr, max_chain> s{};
-    const std::size_t n = chain.size();
-    for (std::size_t i = 0; i < n; ++i) {
-        const work_request& wr = chain[i];
-        s[i].wr_id = wr_id;
-        s[i].sg_list = const_cast<ibv_sge*>(wr.buffers.data()); // (verbs' lists are not const; never written)
-        s[i].num_sge = static_cast<int>(wr.buffers.size());
-        s[i].send_flags = signal_last && i + 1 == n ? IBV_SEND_SIGNALED : 0;
-        s[i].opcode = wr.what == work_request::kind::send    ? IBV_WR_SEND
-                      : wr.what == work_request::kind::write ? IBV_WR_RDMA_WRITE
-                                                             : IBV_WR_RDMA_READ;
-        s[i].wr.rdma.remote_addr = wr.remote_address;
-        s[i].wr.rdma.rkey = wr.rkey;
-        s[i].next = i + 1 == n ? nullptr : &s[i + 1];
-    }
-    ibv_send_wr* bad = nullptr;
-    return ibv_post_send(qp_, s.data(), &bad);
-}
-
-// Nobody's id (a table's are never 0): a failure's completion finds no handler; the queue
-// pair is in error by then, and what waits on it learns so from its own flush.
-error_code qp_impl::post_unsignalled(std::span<const work_request> chain) {
-    if (chain.empty() || chain.size() > max_chain)
-        throw std::length_error("qp_impl::post_unsignalled: a chain of 1 to 4");
-    {
-        std::lock_guard lock(mutex_);
-        if (const auto verdict = machine_.post(); verdict != qp_machine::posting::go)
-            return verdict == qp_machine::posting::refuse_closed
-                       ? error_code(errc::not_open)
-                       : error_code(IBV_WC_WR_FLUSH_ERR, work_completion_category());
-        begin_verbs_call();
-    }
-    const int e = post_send_chain(chain, 0, false);
-    end_verbs_call();
-    return e ? RDMACM_CALL_ERRNO("ibv_post_send", e) : error_code();
 }
 
 void qp_impl::on_destroyed(std::function<void()> release) {
