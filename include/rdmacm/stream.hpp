@@ -278,17 +278,23 @@ public:
 
     /// The next bytes received, handed out where they arrived, in the stream's receive ring:
     /// a read without the copy of `async_read_some` (for data parsed or forwarded where it
-    /// is). `consume(n)` then reads the first `n` of them. Completes once bytes arrived, with
-    /// 1 to `max_size` of them: fewer where fewer arrived, or where the ring wraps (the next
-    /// call hands out its start). Until `consume`, the buffer is the caller's to read and it
-    /// is the stream's outstanding read: another read fails with
-    /// errc::operation_in_progress, and the peer cannot write over the bytes (their room
-    /// goes back to it only with `consume`: a buffer kept holds the peer's writes back). The
-    /// buffer is valid until `consume`, `close` or the stream's destruction.
+    /// is). `consume(n)` then reads the first `n` of them; the rest comes first in the next
+    /// buffer. Completes once there are bytes not consumed, with 1 to `max_size` of them —
+    /// at once if some are left: to wait for more of a record, keep a copy of what it has
+    /// and consume it (a receive of the peer's stays taken until its bytes are consumed, and
+    /// the peer's writes wait for them). A buffer ends where the ring does: the bytes after
+    /// its end come once those before it are consumed. Until `consume`, the
+    /// buffer is the caller's to read and it is the stream's outstanding read: another read
+    /// fails with errc::operation_in_progress, and the peer cannot write over the bytes
+    /// (their room goes back to it only with `consume`: a buffer kept holds the peer's
+    /// writes back). The buffer is valid until `consume` or `close` (a move-assignment to
+    /// the stream closes it).
     /// @par Completion Signature
     /// `void(error_code, asio::const_buffer)`; an empty buffer for `max_size` 0 (at once).
     /// @par Errors
-    /// As for `async_read_some`.
+    /// As for `async_read_some`. At the end of the data (or once the connection is lost),
+    /// with nothing after what was handed out before: `asio::error::eof` (or the error),
+    /// with the bytes left unconsumed handed out (maybe none).
     /// @par Per-Operation Cancellation
     /// terminal, partial, total until its handler runs: nothing is handed out, nothing lost.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, boost::asio::const_buffer))

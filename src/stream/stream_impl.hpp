@@ -171,7 +171,7 @@ private:
     void cancel_view(std::uint64_t id) noexcept;
     // A read or prepare's handler, `h`, woken: queued to run `then(*this, h)` on its own
     // executor (else the queue pair's), taking what it was woken for as it is about to run;
-    // marked woken (`which`: read_woken_ or fill_woken_) until then. `h` is kept for
+    // marked woken (`which`: read_woken_, view_woken_ or fill_woken_) until then. `h` is kept for
     // context_gone when the context has shut down.
     template <typename Handler, typename Then>
     struct woken_call;
@@ -231,7 +231,8 @@ private:
     std::optional<waiting_read> reader_;
     std::optional<woken> read_woken_, fill_woken_, view_woken_;
     std::optional<waiting_view> viewer_;
-    std::size_t lent_ = 0; // the ring's bytes a read in place handed out, not consumed
+    std::size_t lent_ = 0;    // the ring's bytes a read in place handed out, not consumed
+    std::uint64_t shown_ = 0; // up to where the ring's bytes were handed out (a consume of some: read_)
     std::optional<waiting_write> writer_;
     std::optional<waiting_fill> filler_;
     std::size_t handed_out_ = 0; // the send ring's bytes a prepared write handed out, not committed

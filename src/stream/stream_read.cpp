@@ -112,6 +112,11 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
     std::move(h)(ec, n);
 }
 
+// The ring's bytes from read_: those handed out before and not consumed, then those after,
+// up to where the ring wraps. At the end (or once broken) with nothing after those handed
+// out before, it ends with eof (or the error), what is left handed out with it: a parser that
+// waited for the rest of a record learns there is none, instead of being handed the same
+// bytes without end.
 void stream_impl::show(view_handler h, std::size_t most) {
     boost::asio::const_buffer bytes;
     error_code ec;
@@ -121,13 +126,14 @@ void stream_impl::show(view_handler h, std::size_t most) {
         view_woken_.reset();
         if (closed_ || cancelled) {
             ec = boost::asio::error::operation_aborted;
-        } else if (read_ != arrived_) { // (not less than when it was woken: nothing read meanwhile)
+        } else { // (not less than when it was woken: nothing read meanwhile)
+            if ((end_heard_ || broken_) && arrived_ <= std::max(shown_, read_))
+                ec = end_heard_ ? error_code(boost::asio::error::eof) : as_seen_by_user(broken_);
             const std::size_t size = options_.ring_size, offset = read_ % size;
             const std::size_t n = std::min({most, static_cast<std::size_t>(arrived_ - read_), size - offset});
             bytes = {ring_->buffer.data() + offset, n};
             lent_ = n;
-        } else {
-            ec = end_heard_ ? error_code(boost::asio::error::eof) : as_seen_by_user(broken_);
+            shown_ = std::max(shown_, read_ + n);
         }
     }
     std::move(h)(ec, bytes);
@@ -138,7 +144,8 @@ error_code stream_impl::consume(std::size_t n) noexcept {
     if (closed_) return errc::not_open;
     if (n > lent_) return RDMACM_CALL_ERRNO("consume", EINVAL);
     lent_ = 0;
-    if (n == 0) return {};
+    if (n == 0) return {}; // (shown_ stays: at the end, the same bytes again are eof)
+    shown_ = read_ + n;    // (what is left counts as new)
     try {
         take_read(n);
         progress();                                  // credits for what was read
