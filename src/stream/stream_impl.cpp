@@ -290,6 +290,12 @@ void stream_impl::progress() {
     update_hold();
 }
 
+bool stream_impl::unwake(std::optional<woken> stream_impl::*which) noexcept {
+    const bool cancelled = (this->*which)->cancelled;
+    (this->*which).reset();
+    return cancelled;
+}
+
 bool stream_impl::may_speak() const noexcept { return role_ == stream_role::client || heard_; }
 
 void stream_impl::repost(std::uint32_t slot) {
@@ -332,6 +338,35 @@ std::uint64_t stream_impl::on_cancellation(boost::asio::cancellation_slot slot,
             if (auto self = weak.lock()) ((*self).*cancel)(id);
         });
     return id;
+}
+
+template <typename Waiting, typename... Nothing>
+void stream_impl::cancel_waiting(std::optional<Waiting> stream_impl::*waiting,
+                                 std::optional<woken> stream_impl::*woken_as, std::uint64_t id,
+                                 Nothing... nothing) noexcept {
+    std::lock_guard lock(mutex_);
+    if (woken_as && this->*woken_as && (this->*woken_as)->id == id) {
+        (this->*woken_as)->cancelled = true; // its handler, about to run, finds out: nothing taken or handed out
+        return;
+    }
+    auto& op = this->*waiting;
+    if (!op || op->id != id) return; // completed already
+    post_completion(std::move(op->h), boost::asio::error::operation_aborted, nothing...);
+    op.reset();
+    update_hold();
+}
+
+void stream_impl::cancel_read(std::uint64_t id) noexcept {
+    cancel_waiting(&stream_impl::reader_, &stream_impl::read_woken_, id, std::size_t{0});
+}
+void stream_impl::cancel_view(std::uint64_t id) noexcept {
+    cancel_waiting(&stream_impl::viewer_, &stream_impl::view_woken_, id, boost::asio::const_buffer());
+}
+void stream_impl::cancel_write(std::uint64_t id) noexcept { // (never woken: copied in as it goes)
+    cancel_waiting(&stream_impl::writer_, nullptr, id, std::size_t{0});
+}
+void stream_impl::cancel_fill(std::uint64_t id) noexcept {
+    cancel_waiting(&stream_impl::filler_, &stream_impl::fill_woken_, id, boost::asio::mutable_buffer());
 }
 
 void stream_impl::close() noexcept {

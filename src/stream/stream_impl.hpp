@@ -27,12 +27,14 @@
 
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -133,7 +135,22 @@ private:
     void probed(error_code ec);
 
     // Under the lock.
-    void progress();                                           // what may go now goes; what may complete is woken
+    void progress(); // what may go now goes; what may complete is woken
+    // Runs `f` (posts, progress()) for a call that returns an error (commit_write, consume):
+    // a post that throws breaks the stream, its error returned.
+    template <typename F>
+    error_code or_break(F f) noexcept {
+        try {
+            f();
+        } catch (const boost::system::system_error& e) { // (a post failed: what it was for cannot go)
+            fail(e.code());
+            return e.code();
+        } catch (const std::bad_alloc&) {
+            fail(make_error_code(boost::system::errc::not_enough_memory));
+            return broken_;
+        }
+        return {};
+    }
     std::size_t buffer_data(const const_buffer_list& buffers); // bytes copied into the send ring
     // The send ring's free bytes after what was written, up to `most` and to where it wraps.
     boost::asio::mutable_buffer free_space(std::size_t most) noexcept;
@@ -169,6 +186,11 @@ private:
     void cancel_write(std::uint64_t id) noexcept;
     void cancel_fill(std::uint64_t id) noexcept;
     void cancel_view(std::uint64_t id) noexcept;
+    // The operation `waiting` with `id` ends with operation_aborted (and `nothing...`): at
+    // once if it waits, as its handler runs if it was woken (`woken_as`), not if it completed.
+    template <typename Waiting, typename... Nothing>
+    void cancel_waiting(std::optional<Waiting> stream_impl::*waiting, std::optional<woken> stream_impl::*woken_as,
+                        std::uint64_t id, Nothing... nothing) noexcept;
     // A read or prepare's handler, `h`, woken: queued to run `then(*this, h)` on its own
     // executor (else the queue pair's), taking what it was woken for as it is about to run;
     // marked woken (`which`: read_woken_, view_woken_ or fill_woken_) until then. `h` is kept for
@@ -178,6 +200,7 @@ private:
     template <typename Handler, typename Then>
     void wake(std::optional<woken> stream_impl::*which, std::uint64_t id, Handler h, Then then);
     void forget(std::optional<woken> stream_impl::*which) noexcept; // woken, its handler destroyed unrun
+    bool unwake(std::optional<woken> stream_impl::*which) noexcept; // its handler runs: whether cancelled meanwhile
     void deliver(handler h, const mutable_buffer_list& buffers);    // a read takes the bytes
     // A read in place is handed the ring's bytes received — or ends, nothing handed out, if
     // it was cancelled or the stream closed since it was woken.

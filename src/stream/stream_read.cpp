@@ -42,30 +42,6 @@ void stream_impl::read_in_place(view_handler h, std::size_t max_size) {
     progress(); // woken at once if there is something to read
 }
 
-void stream_impl::cancel_read(std::uint64_t id) noexcept {
-    std::lock_guard lock(mutex_);
-    if (read_woken_ && read_woken_->id == id) {
-        read_woken_->cancelled = true; // its handler, about to run, finds out
-        return;
-    }
-    if (!reader_ || reader_->id != id) return; // completed already
-    post_completion(std::move(reader_->h), boost::asio::error::operation_aborted, 0);
-    reader_.reset();
-    update_hold();
-}
-
-void stream_impl::cancel_view(std::uint64_t id) noexcept {
-    std::lock_guard lock(mutex_);
-    if (view_woken_ && view_woken_->id == id) {
-        view_woken_->cancelled = true; // its handler, about to run, finds out: nothing handed out
-        return;
-    }
-    if (!viewer_ || viewer_->id != id) return; // handed out already
-    post_completion(std::move(viewer_->h), boost::asio::error::operation_aborted, boost::asio::const_buffer());
-    viewer_.reset();
-    update_hold();
-}
-
 // Each message's bytes read in full: its receive goes back, and counts for the peer (as its
 // bytes do).
 void stream_impl::take_read(std::size_t n) {
@@ -89,8 +65,7 @@ void stream_impl::deliver(handler h, const mutable_buffer_list& buffers) {
     error_code ec;
     {
         std::lock_guard lock(mutex_);
-        const bool cancelled = read_woken_->cancelled;
-        read_woken_.reset();
+        const bool cancelled = unwake(&stream_impl::read_woken_);
         if (closed_ || cancelled) {
             ec = boost::asio::error::operation_aborted;
         } else {
@@ -122,8 +97,7 @@ void stream_impl::show(view_handler h, std::size_t most) {
     error_code ec;
     {
         std::lock_guard lock(mutex_);
-        const bool cancelled = view_woken_->cancelled;
-        view_woken_.reset();
+        const bool cancelled = unwake(&stream_impl::view_woken_);
         if (closed_ || cancelled) {
             ec = boost::asio::error::operation_aborted;
         } else { // (not less than when it was woken: nothing read meanwhile)
@@ -146,17 +120,10 @@ error_code stream_impl::consume(std::size_t n) noexcept {
     lent_ = 0;
     if (n == 0) return {}; // (shown_ stays: at the end, the same bytes again are eof)
     shown_ = read_ + n;    // (what is left counts as new)
-    try {
+    return or_break([&] {
         take_read(n);
-        progress();                                  // credits for what was read
-    } catch (const boost::system::system_error& e) { // (a receive not posted again: the peer's next message has none)
-        fail(e.code());
-        return e.code();
-    } catch (const std::bad_alloc&) {
-        fail(make_error_code(boost::system::errc::not_enough_memory));
-        return broken_;
-    }
-    return {};
+        progress(); // credits for what was read
+    });
 }
 
 } // namespace rdmacm::detail

@@ -139,16 +139,7 @@ error_code stream_impl::commit_write(std::size_t n) noexcept {
     if (n == 0) return {};
     if (broken_) return as_seen_by_user(broken_);
     staged_ += n;
-    try {
-        progress();                                  // sent as a write's bytes are
-    } catch (const boost::system::system_error& e) { // (a post failed: the bytes cannot go)
-        fail(e.code());
-        return e.code();
-    } catch (const std::bad_alloc&) {
-        fail(make_error_code(boost::system::errc::not_enough_memory));
-        return broken_;
-    }
-    return {};
+    return or_break([&] { progress(); }); // sent as a write's bytes are
 }
 
 void stream_impl::shutdown(shutdown_handler h) {
@@ -163,33 +154,12 @@ void stream_impl::shutdown(shutdown_handler h) {
     progress();
 }
 
-void stream_impl::cancel_write(std::uint64_t id) noexcept {
-    std::lock_guard lock(mutex_);
-    if (!writer_ || writer_->id != id) return; // completed already
-    post_completion(std::move(writer_->h), boost::asio::error::operation_aborted, 0);
-    writer_.reset();
-    update_hold();
-}
-
-void stream_impl::cancel_fill(std::uint64_t id) noexcept {
-    std::lock_guard lock(mutex_);
-    if (fill_woken_ && fill_woken_->id == id) {
-        fill_woken_->cancelled = true; // its handler, about to run, finds out: nothing handed out
-        return;
-    }
-    if (!filler_ || filler_->id != id) return; // handed out already
-    post_completion(std::move(filler_->h), boost::asio::error::operation_aborted, boost::asio::mutable_buffer());
-    filler_.reset();
-    update_hold();
-}
-
 void stream_impl::hand_out(fill_handler h, std::size_t most) {
     boost::asio::mutable_buffer free;
     error_code ec;
     {
         std::lock_guard lock(mutex_);
-        const bool cancelled = fill_woken_->cancelled;
-        fill_woken_.reset();
+        const bool cancelled = unwake(&stream_impl::fill_woken_);
         if (!closed_ && !cancelled && !broken_) {
             free = free_space(most); // (not less than when it was woken: nothing wrote meanwhile)
             handed_out_ = free.size();
