@@ -85,6 +85,26 @@ awaitable<void> sleep_for(std::chrono::milliseconds d) {
     co_await t.async_wait(use_awaitable);
 }
 
+// A handler of a buffer handed out (a prepare's, a read in place's), held on a context of its
+// own that runs only when the test says, and what it was given.
+struct held_handler {
+    asio::io_context ctx;
+    error_code ec;
+    std::size_t handed_out = 99;
+    auto token(asio::cancellation_slot slot = {}) {
+        return asio::bind_cancellation_slot(slot, asio::bind_executor(ctx, [this](error_code e, auto b) {
+                                                ec = e;
+                                                handed_out = b.size();
+                                            }));
+    }
+    void run() { ctx.run_for(5s); } // (bounded: a handler queued elsewhere would hold ctx for good)
+    void again() {
+        ctx.restart();
+        ec = {};
+        handed_out = 99;
+    }
+};
+
 void both_ways_at_once(asio::io_context& ctx, stream_options options, std::size_t bytes) {
     run(
         ctx,
@@ -321,23 +341,14 @@ BOOST_FIXTURE_TEST_CASE(a_prepare_cancelled_or_closed_before_its_handler_runs_ha
     run(ctx, [&]() -> awaitable<void> {
         stream_pair p(ctx);
         co_await p.open();
-        asio::io_context held; // (runs only when the test says)
-        error_code ec;
-        std::size_t handed_out = 99;
-        auto prepare = [&](stream& s, asio::cancellation_slot slot) {
-            s.async_prepare_write(16, asio::bind_cancellation_slot(
-                                          slot, asio::bind_executor(held, [&](error_code e, asio::mutable_buffer b) {
-                                              ec = e;
-                                              handed_out = b.size();
-                                          })));
-        };
+        held_handler held;
         asio::cancellation_signal cancel;
-        prepare(p.client, cancel.slot());
+        p.client.async_prepare_write(16, held.token(cancel.slot()));
         co_await sleep_for(50ms); // (woken: its handler queued on `held`)
         cancel.emit(asio::cancellation_type::terminal);
-        held.run_for(5s); // (bounded: a handler queued elsewhere would hold `held` for good)
-        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
-        BOOST_TEST(handed_out == 0u);
+        held.run();
+        BOOST_TEST(held.ec == asio::error::operation_aborted, held.ec.message());
+        BOOST_TEST(held.handed_out == 0u);
         error_code nothing_out;
         p.client.commit_write(1, nothing_out);
         BOOST_TEST(nothing_out == make_error_code(asio::error::invalid_argument), nothing_out.message());
@@ -348,24 +359,21 @@ BOOST_FIXTURE_TEST_CASE(a_prepare_cancelled_or_closed_before_its_handler_runs_ha
         // Its handler destroyed unrun (its context destroyed first, as Asio allows): the
         // prepare is forgotten, and a write goes.
         {
-            asio::io_context doomed;
-            p.client.async_prepare_write(
-                16, asio::bind_executor(doomed, [&](error_code, asio::mutable_buffer b) { handed_out = b.size(); }));
+            held_handler doomed;
+            p.client.async_prepare_write(16, doomed.token());
             co_await sleep_for(50ms); // (woken: its handler queued on `doomed`)
         }
         auto [after_doomed, n2] =
             co_await p.client.async_write_some(asio::buffer(std::string("again")), asio::as_tuple(use_awaitable));
         BOOST_TEST(!after_doomed, "a write after a prepare whose handler was destroyed: " << after_doomed.message());
 
-        held.restart();
-        ec = {};
-        handed_out = 99;
-        prepare(p.server, {});
+        held.again();
+        p.server.async_prepare_write(16, held.token());
         co_await sleep_for(50ms);
         p.server.close();
-        held.run_for(5s);
-        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
-        BOOST_TEST(handed_out == 0u);
+        held.run();
+        BOOST_TEST(held.ec == asio::error::operation_aborted, held.ec.message());
+        BOOST_TEST(held.handed_out == 0u);
     }());
 }
 
@@ -512,17 +520,7 @@ BOOST_FIXTURE_TEST_CASE(a_read_in_place_cancelled_or_closed_before_its_handler_r
     run(ctx, [&]() -> awaitable<void> {
         stream_pair p(ctx);
         co_await p.open();
-        asio::io_context held; // (runs only when the test says)
-        error_code ec;
-        std::size_t handed_out = 99;
-        auto view = [&](asio::cancellation_slot slot) {
-            p.server.async_read_in_place(
-                16,
-                asio::bind_cancellation_slot(slot, asio::bind_executor(held, [&](error_code e, asio::const_buffer b) {
-                                                 ec = e;
-                                                 handed_out = b.size();
-                                             })));
-        };
+        held_handler held;
         auto one_left_of = [&](const char* two) -> awaitable<void> {
             co_await asio::async_write(p.client, asio::buffer(std::string(two)), use_awaitable);
             co_await p.server.async_read_in_place(1, use_awaitable);
@@ -531,12 +529,12 @@ BOOST_FIXTURE_TEST_CASE(a_read_in_place_cancelled_or_closed_before_its_handler_r
         std::array<char, 4> buf{};
         co_await one_left_of("wx");
         asio::cancellation_signal cancel;
-        view(cancel.slot());                // (woken in the call)
+        p.server.async_read_in_place(16, held.token(cancel.slot())); // (woken in the call)
         co_await asio::post(use_awaitable); // (a turn of ctx: the wake queues its handler on `held`)
         cancel.emit(asio::cancellation_type::terminal);
-        held.run_for(5s); // (bounded: a handler queued elsewhere would hold `held` for good)
-        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
-        BOOST_TEST(handed_out == 0u);
+        held.run();
+        BOOST_TEST(held.ec == asio::error::operation_aborted, held.ec.message());
+        BOOST_TEST(held.handed_out == 0u);
         error_code nothing_out;
         p.server.consume(1, nothing_out);
         BOOST_TEST(nothing_out == make_error_code(asio::error::invalid_argument), nothing_out.message());
@@ -545,24 +543,21 @@ BOOST_FIXTURE_TEST_CASE(a_read_in_place_cancelled_or_closed_before_its_handler_r
 
         co_await one_left_of("xy");
         {
-            asio::io_context doomed;
-            p.server.async_read_in_place(
-                16, asio::bind_executor(doomed, [&](error_code, asio::const_buffer b) { handed_out = b.size(); }));
+            held_handler doomed;
+            p.server.async_read_in_place(16, doomed.token());
             co_await asio::post(use_awaitable); // (woken: its handler queued on `doomed`, which goes)
         }
         n = co_await p.server.async_read_some(asio::buffer(buf), use_awaitable);
         BOOST_TEST((n == 1 && buf[0] == 'y'), "a read after a read in place whose handler was destroyed");
 
-        held.restart();
-        ec = {};
-        handed_out = 99;
+        held.again();
         co_await one_left_of("yz");
-        view({});
+        p.server.async_read_in_place(16, held.token());
         co_await asio::post(use_awaitable);
         p.server.close();
-        held.run_for(5s);
-        BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
-        BOOST_TEST(handed_out == 0u);
+        held.run();
+        BOOST_TEST(held.ec == asio::error::operation_aborted, held.ec.message());
+        BOOST_TEST(held.handed_out == 0u);
     }());
 }
 

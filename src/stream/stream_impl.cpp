@@ -275,13 +275,14 @@ void stream_impl::progress() {
         if (shutdown_waiter_ && end_ == end_state::sent && completed_sends_ >= end_send_)
             post_completion(std::move(shutdown_waiter_), {});
     }
-    if (reader_ && (!data_.empty() || end_heard_ || broken_)) {
+    const bool readable = !data_.empty() || end_heard_ || broken_; // (what a read, copying or in place, waits for)
+    if (reader_ && readable) {
         auto r = std::move(*reader_);
         reader_.reset();
         wake(&stream_impl::read_woken_, r.id, std::move(r.h),
              [buffers = r.buffers](stream_impl& self, handler h) { self.deliver(std::move(h), buffers); });
     }
-    if (viewer_ && (!data_.empty() || end_heard_ || broken_)) {
+    if (viewer_ && readable) {
         auto v = std::move(*viewer_);
         viewer_.reset();
         wake(&stream_impl::view_woken_, v.id, std::move(v.h),
