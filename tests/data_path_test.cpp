@@ -87,6 +87,42 @@ BOOST_FIXTURE_TEST_CASE(send_receive_write_read, channel_fixture) {
     }());
 }
 
+// Inline data (queue_pair_options::max_inline_data): a send and an RDMA write of as many
+// bytes as the queue pair takes inline go inline, one byte more goes as any other, and both
+// arrive intact; the device's limit (soft-iWARP 80 bytes, soft-RoCE 512) is also the most a
+// queue pair may ask: beyond it, the queue pair is refused, naming the call.
+BOOST_FIXTURE_TEST_CASE(sends_and_writes_that_fit_go_inline, channel_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        constexpr std::uint32_t inline_bytes = 80;
+        auto l = make_listener(*channel);
+        connection_pair p;
+        co_await connect_pair(l, *channel, p, {.max_inline_data = inline_bytes});
+        std::vector<std::byte> cbuf(512), sbuf(512);
+        memory_region cmr(p.client_qp->pd(), cbuf, rw_access), smr(p.server_qp->pd(), sbuf, rw_access);
+        for (std::size_t i = 0; i < cbuf.size(); ++i) cbuf[i] = std::byte(i * 7 + 1);
+        for (const std::size_t n : {std::size_t{inline_bytes}, std::size_t{inline_bytes} + 1}) {
+            std::ranges::fill(sbuf, std::byte{0});
+            auto [got, sent] = co_await (p.server_qp->async_receive(smr, std::span(sbuf).first(256), use_awaitable) &&
+                                         p.client_qp->async_send(cmr, std::span(cbuf).first(n), use_awaitable));
+            BOOST_TEST(got == n);
+            BOOST_TEST(sent == n);
+            BOOST_TEST(std::ranges::equal(std::span(sbuf).first(n), std::span(cbuf).first(n)));
+            co_await p.client_qp->async_rdma_write(cmr, std::span(cbuf).subspan(256, n),
+                                                   to_remote(smr, std::span(sbuf).subspan(256, n)), use_awaitable);
+            BOOST_TEST(std::ranges::equal(std::span(sbuf).subspan(256, n), std::span(cbuf).subspan(256, n)));
+        }
+
+        cm_id id(*channel);
+        co_await id.async_resolve_address(l.local_endpoint(), 2s, use_awaitable);
+        try {
+            queue_pair qp(id, {.max_inline_data = 4096});
+            BOOST_ERROR("a queue pair taking 4096 bytes inline was made");
+        } catch (const boost::system::system_error& e) {
+            BOOST_TEST(std::string_view(e.what()).find("rdma_create_qp") != std::string_view::npos, e.what());
+        }
+    }());
+}
+
 // Scatter/gather: a message gathered from two regions lands scattered over two parts of
 // one (split where the first part ends, not where the sender's did); an RDMA write
 // gathers; an RDMA read scatters where the device takes more than one entry (rxe), and is

@@ -24,6 +24,11 @@ inline constexpr std::chrono::nanoseconds busy_polling = std::chrono::nanosecond
 struct queue_pair_options {
     std::uint32_t max_send_wr = 64; ///< sends, writes and reads outstanding at once
     std::uint32_t max_recv_wr = 64; ///< receives posted at once
+    /// Bytes a send or write may carry inline. One of at most as many bytes as the queue pair
+    /// was made with (the device may grant more than asked) is posted with `IBV_SEND_INLINE`:
+    /// the device copies its bytes at the post instead of reading them from their region
+    /// when it sends. Its handler still runs on its completion. A device refuses the queue
+    /// pair beyond its own limit (soft-RoCE 512 bytes, soft-iWARP 80).
     std::uint32_t max_inline_data = 0;
     ibv_pd* pd = nullptr; ///< nullptr: the device's default protection domain (librdmacm's)
     /// How long the context's thread goes on polling the completion queue after its last

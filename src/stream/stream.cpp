@@ -60,9 +60,11 @@ error_code stream_base::prepare(stream_role role) noexcept {
     try {
         // A data message is up to two writes (the peer's ring wraps) and a send; then the
         // control message and a probe. A write gathers from two places where the send ring
-        // wraps; a small message's send from three (its header, then its bytes).
+        // wraps; a small message's send from three (its header, then its bytes). A message
+        // with up to 64 bytes goes inline (rsockets' default: every device here takes it).
         qp = qp_impl::create(access::impl(id()), {.max_send_wr = 3 * options_.send_depth + 2,
                                                   .max_recv_wr = options_.depth,
+                                                  .max_inline_data = stream_wire::header_size + 64,
                                                   .poll_for = options_.poll_for,
                                                   .max_send_sge = 3,
                                                   .max_recv_sge = 1});

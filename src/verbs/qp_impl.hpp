@@ -72,6 +72,7 @@ public:
     // Why an operation of `what` on the buffers `found` is refused before anything is
     // posted (none: it may go).
     error_code refusal(work_request::kind what, const gathered_buffers& found) const noexcept;
+    bool fits_inline(std::span<const ibv_sge> buffers) const noexcept;
     // Posts `wr` (not refused); `h` completes with the work completion's status and byte
     // count. A terminal cancellation through `h`'s slot puts the queue pair in error (see cancel).
     // A `standing` one (a receive pool's receive) keeps its context running only once the
@@ -138,9 +139,11 @@ private:
         bool unarmed;     // an arm the device refused: no event will wake the queue pair
     };
 
-    // The scatter/gather entries one work request may have, as the queue pair was made.
+    // The scatter/gather entries one work request may have, as the queue pair was made, and
+    // the bytes a send or write may carry inline (the device copies them at the post).
     struct buffer_limits {
         std::uint32_t send = 0, receive = 0, read = 0; // (read: also the device's max_sge_rd)
+        std::uint32_t inline_bytes = 0;
     };
     // What ibv_poll_cq reported of a work request.
     struct polled_completion {

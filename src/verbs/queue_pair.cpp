@@ -106,7 +106,8 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
     const auto limit = [](std::uint32_t n) { return std::min<std::uint32_t>(n, max_buffers_per_operation); };
     self->limits_ = {
         limit(attr.cap.max_send_sge), limit(attr.cap.max_recv_sge),
-        limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd)))};
+        limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd))),
+        attr.cap.max_inline_data};
     self->poller_ = std::move(seat); // before a move's end may replace it (attach)
     const auto first = self->poller_;
     self->executor_.set_user(self);
@@ -160,6 +161,14 @@ error_code qp_impl::refusal(work_request::kind what, const gathered_buffers& fou
     if (found.bytes > max_message_size) return make_error_code(boost::system::errc::message_size);
     if ((what == write || what == read) && found.bytes > found.remote_length) return errc::remote_buffer_too_small;
     return {};
+}
+
+// Whether a send's or write's bytes are few enough for the device to copy at the post: then
+// it need not look up their region, nor read them when it sends.
+bool qp_impl::fits_inline(std::span<const ibv_sge> buffers) const noexcept {
+    std::uint64_t bytes = 0;
+    for (const ibv_sge& b : buffers) bytes += b.length;
+    return bytes <= limits_.inline_bytes && limits_.inline_bytes > 0;
 }
 
 void qp_impl::post(const work_request& wr, handler h, bool standing) {
@@ -226,6 +235,7 @@ void qp_impl::post(std::span<const work_request> chain, handler h, bool standing
             s[i].sg_list = const_cast<ibv_sge*>(wr.buffers.data());
             s[i].num_sge = static_cast<int>(wr.buffers.size());
             s[i].send_flags = i + 1 == n ? IBV_SEND_SIGNALED : 0;
+            if (wr.what != work_request::kind::read && fits_inline(wr.buffers)) s[i].send_flags |= IBV_SEND_INLINE;
             s[i].opcode = wr.what == work_request::kind::send    ? IBV_WR_SEND
                           : wr.what == work_request::kind::write ? IBV_WR_RDMA_WRITE
                                                                  : IBV_WR_RDMA_READ;
