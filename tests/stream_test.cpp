@@ -865,6 +865,39 @@ BOOST_FIXTURE_TEST_CASE(a_peer_that_does_not_speak_the_protocol_is_refused, stre
     }());
 }
 
+// A device that takes fewer bytes inline than a stream asks (80: a header and 64 bytes;
+// some take 32 or 48) refuses its queue pair with EINVAL: the stream is made without inline
+// data, and carries small writes and large ones both ways. Any other refusal fails the
+// open, naming the call.
+BOOST_FIXTURE_TEST_CASE(a_device_refusing_inline_data_gets_a_stream_without_it, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        {
+            faults::inject("rdma_create_qp", EINVAL); // the client's queue pair: made first
+            stream_pair p(ctx);
+            co_await p.open();
+            BOOST_TEST(faults::clear() == 0, "the refusal was not reached");
+            const auto up = random_bytes(100'000, 1), down = random_bytes(100'000, 2);
+            std::vector<std::byte> got_up, got_down;
+            co_await (
+                send_all(p.client, up, 100, 3) && [&]() -> awaitable<void> {
+                    got_up = co_await receive_all(p.server, 70'000, 4);
+                }() && send_all(p.server, down, 70'000, 5) && [&]() -> awaitable<void> {
+                    got_down = co_await receive_all(p.client, 100, 6);
+                }());
+            BOOST_TEST((got_up == up), "client to server: the bytes differ");
+            BOOST_TEST((got_down == down), "server to client: the bytes differ");
+        }
+        faults::inject("rdma_create_qp", ENOMEM);
+        stream_pair p(ctx);
+        auto [ec] = co_await p.client.async_connect(device_endpoint(p.l.local_endpoint().port()),
+                                                    asio::as_tuple(use_awaitable));
+        BOOST_TEST(faults::clear() == 0, "the refusal was not reached");
+        BOOST_TEST((ec == boost::system::errc::not_enough_memory), ec.message());
+        BOOST_TEST(std::string_view(ec.location().function_name()) == "rdma_create_qp");
+        BOOST_TEST(!p.client.is_open());
+    }());
+}
+
 BOOST_FIXTURE_TEST_CASE(asio_s_composed_reads_run_over_it, stream_fixture) {
     run(ctx, [&]() -> awaitable<void> {
         stream_pair p(ctx, tight, tight);

@@ -6,7 +6,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/tools/rdma-vm/common.sh"
 
 build_packages=(g++ cmake make pkg-config libboost1.81-dev libboost-test1.81-dev
-    librdmacm-dev libibverbs-dev rdma-core ibverbs-providers rdmacm-utils perftest iproute2 valgrind
+    libssl-dev librdmacm-dev libibverbs-dev rdma-core ibverbs-providers rdmacm-utils perftest iproute2 valgrind
     clang-format clang-tidy doxygen git)
 
 # Host RDMA usable? Then RDMACM_TEST_DEVICES and the addresses are exported.

@@ -24,11 +24,13 @@ inline constexpr std::chrono::nanoseconds busy_polling = std::chrono::nanosecond
 struct queue_pair_options {
     std::uint32_t max_send_wr = 64; ///< sends, writes and reads outstanding at once
     std::uint32_t max_recv_wr = 64; ///< receives posted at once
-    /// Bytes a send or write may carry inline. One of at most as many bytes as the queue pair
-    /// was made with (the device may grant more than asked) is posted with `IBV_SEND_INLINE`:
-    /// the device copies its bytes at the post instead of reading them from their region
-    /// when it sends. Its handler still runs on its completion. A device refuses the queue
-    /// pair beyond its own limit (soft-RoCE 512 bytes, soft-iWARP 80).
+    /// Bytes a send or write may carry inline; 0 (the default): none. A send or write of 1 to
+    /// this many bytes is posted with `IBV_SEND_INLINE`: the provider copies its bytes into
+    /// the work request at the post, on the CPU, instead of the device reading them from
+    /// their region when it sends (so they must be memory the CPU can read). Its handler
+    /// still runs on its completion. A device may refuse a queue pair asking more than it
+    /// takes (`rdma_create_qp`: EINVAL; soft-iWARP takes 80 bytes, soft-RoCE 512 on
+    /// Debian 12's kernel) or grant less.
     std::uint32_t max_inline_data = 0;
     ibv_pd* pd = nullptr; ///< nullptr: the device's default protection domain (librdmacm's)
     /// How long the context's thread goes on polling the completion queue after its last

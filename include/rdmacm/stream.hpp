@@ -160,6 +160,12 @@ public:
     /// stream was made with.
     executor_type get_executor() const { return detail::executor_as<Executor>(current_executor()); }
 
+    /// The lowest layer of a stack of streams over this one: this stream (as a socket is its
+    /// own). Layers such as `asio::ssl::stream<rdmacm::stream>` ask for it.
+    using lowest_layer_type = basic_stream;
+    lowest_layer_type& lowest_layer() noexcept { return *this; }
+    const lowest_layer_type& lowest_layer() const noexcept { return *this; }
+
     /// Resolves `remote`, connects and opens the stream (the composed `rdmacm::async_connect`,
     /// with this side's sizes as private data).
     /// @par Completion Signature

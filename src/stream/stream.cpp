@@ -49,6 +49,32 @@ std::array<std::byte, stream_hello_size> stream_base::hello() const noexcept {
     return impl_ ? stream_wire::encode(impl_->hello()) : std::array<std::byte, stream_hello_size>{};
 }
 
+namespace {
+
+// The stream's queue pair. A data message is up to two writes (the peer's ring wraps) and a
+// send; then the control message and a probe. A write gathers from two places where the
+// send ring wraps; a small message's send from three (its header, then its bytes). A
+// message with up to 64 bytes of data goes inline, as rsockets' sends of up to 64 bytes do
+// (siw takes 80 bytes inline, rxe 512); a device that takes fewer may refuse the queue pair
+// (EINVAL: some take 32 or 48), and the stream is then made without.
+std::shared_ptr<qp_impl> make_queue_pair(const std::shared_ptr<id_impl>& id, const stream_options& options) {
+    queue_pair_options qp{.max_send_wr = 3 * options.send_depth + 2,
+                          .max_recv_wr = options.depth,
+                          .max_inline_data = stream_wire::header_size + 64,
+                          .poll_for = options.poll_for,
+                          .max_send_sge = 3,
+                          .max_recv_sge = 1};
+    try {
+        return qp_impl::create(id, qp);
+    } catch (const boost::system::system_error& e) {
+        if (e.code() != boost::system::errc::invalid_argument) throw;
+    }
+    qp.max_inline_data = 0;
+    return qp_impl::create(id, qp);
+}
+
+} // namespace
+
 error_code stream_base::prepare(stream_role role) noexcept {
     if (options_.depth < stream_wire::min_depth || options_.ring_size < stream_wire::min_ring_size ||
         options_.ring_size > stream_wire::max_ring_size || options_.send_depth == 0 ||
@@ -58,16 +84,7 @@ error_code stream_base::prepare(stream_role role) noexcept {
         return RDMACM_CALL_ERRNO("stream_options", EINVAL);
     std::shared_ptr<qp_impl> qp;
     try {
-        // A data message is up to two writes (the peer's ring wraps) and a send; then the
-        // control message and a probe. A write gathers from two places where the send ring
-        // wraps; a small message's send from three (its header, then its bytes). A message
-        // with up to 64 bytes goes inline (rsockets' default: every device here takes it).
-        qp = qp_impl::create(access::impl(id()), {.max_send_wr = 3 * options_.send_depth + 2,
-                                                  .max_recv_wr = options_.depth,
-                                                  .max_inline_data = stream_wire::header_size + 64,
-                                                  .poll_for = options_.poll_for,
-                                                  .max_send_sge = 3,
-                                                  .max_recv_sge = 1});
+        qp = make_queue_pair(access::impl(id()), options_);
         impl_ = stream_impl::create(qp, role, options_);
     } catch (const boost::system::system_error& e) {
         if (qp) qp->close();

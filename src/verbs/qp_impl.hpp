@@ -140,7 +140,7 @@ private:
     };
 
     // The scatter/gather entries one work request may have, as the queue pair was made, and
-    // the bytes a send or write may carry inline (the device copies them at the post).
+    // the bytes a send or write may carry inline (as asked: at most what the device granted).
     struct buffer_limits {
         std::uint32_t send = 0, receive = 0, read = 0; // (read: also the device's max_sge_rd)
         std::uint32_t inline_bytes = 0;

@@ -102,12 +102,13 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
     auto self = std::make_shared<qp_impl>(passkey<qp_impl>{}, ex, std::move(res), options.poll_for);
     self->qp_ = cm->qp;
-    // What it was made with (at least what was asked for), within what one operation takes.
+    // What it was made with (at least what was asked for), within what one operation takes;
+    // inline, what was asked (a device may grant some unasked: soft-RoCE 16 bytes an entry).
     const auto limit = [](std::uint32_t n) { return std::min<std::uint32_t>(n, max_buffers_per_operation); };
     self->limits_ = {
         limit(attr.cap.max_send_sge), limit(attr.cap.max_recv_sge),
         limit(std::min<std::uint32_t>(attr.cap.max_send_sge, static_cast<std::uint32_t>(device.max_sge_rd))),
-        attr.cap.max_inline_data};
+        std::min(options.max_inline_data, attr.cap.max_inline_data)};
     self->poller_ = std::move(seat); // before a move's end may replace it (attach)
     const auto first = self->poller_;
     self->executor_.set_user(self);
@@ -163,12 +164,13 @@ error_code qp_impl::refusal(work_request::kind what, const gathered_buffers& fou
     return {};
 }
 
-// Whether a send's or write's bytes are few enough for the device to copy at the post: then
-// it need not look up their region, nor read them when it sends.
+// Whether a send's or write's bytes are few enough for the provider to copy into the work
+// request at the post: then the device need not look up their region, nor read them when it
+// sends. (None for a request without bytes: nothing to copy.)
 bool qp_impl::fits_inline(std::span<const ibv_sge> buffers) const noexcept {
     std::uint64_t bytes = 0;
     for (const ibv_sge& b : buffers) bytes += b.length;
-    return bytes <= limits_.inline_bytes && limits_.inline_bytes > 0;
+    return bytes > 0 && bytes <= limits_.inline_bytes;
 }
 
 void qp_impl::post(const work_request& wr, handler h, bool standing) {
