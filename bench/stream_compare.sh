@@ -2,11 +2,12 @@
 # stream_compare.sh BUILD_DIR DEVICE ADDRESS [REPEATS]: rdmacm::stream beside what an RDMA
 # user picks today, on one device, all in this one run:
 # - Transfers (bench/stream_bench): rstream's transfer test — after a 16-byte exchange, COUNT
-#   transfers of SIZE bytes one way, then back — 64 B x 10000 and 64 KiB x 1000 (rstream's
-#   own -C 1000 and 200 take 15 to 40 ms at 64 B: their runs swung by up to a factor of
-#   three, docs/internals.md "Small messages inline"), the same options on both sides, for the stream (event-driven, the default; event-driven with
-#   each write sent at once, stream_options::no_delay, where the default waits while a
-#   message is in flight, Nagle's rule; event-driven with 16 receives and send buffers
+#   transfers of SIZE bytes one way, then back — 64 B x 10000 and 64 KiB x 1000 (runs of
+#   1000 x 64 B lasted 20 to 40 ms and swung by up to a factor of three: docs/internals.md,
+#   "Small messages inline"), the same options on both sides, for the stream
+#   (event-driven, the default; event-driven with each write sent at once,
+#   stream_options::no_delay, where the default waits while a message is in flight,
+#   Nagle's rule; event-driven with 16 receives and send buffers
 #   of 16 KiB, the defaults until 2026-12-07, where today's are 4 of 64 KiB, the same
 #   memory: stream_many; each write made in the send ring and each read taken in the
 #   receive ring, without the copies (async_prepare_write, async_read_in_place; their bytes
