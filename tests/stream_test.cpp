@@ -8,6 +8,7 @@
 // the keep-alive's probes tell a reader of a peer gone and are invisible to the peer; a
 // polling stream polls on between reads, not woken per message, and sleeps once idle.
 #include "support/faults.hpp"
+#include "support/post_send_recorder.hpp"
 #include "support/stream_pair.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -867,8 +868,9 @@ BOOST_FIXTURE_TEST_CASE(a_peer_that_does_not_speak_the_protocol_is_refused, stre
 
 // A device that takes fewer bytes inline than a stream asks (80: a header and 64 bytes;
 // some take 32 or 48) refuses its queue pair with EINVAL: the stream is made without inline
-// data, and carries small writes and large ones both ways. Any other refusal fails the
-// open, naming the call.
+// data — its small messages go as any other (seen by a recorder in the provider's
+// post_send), where the peer's go inline — and carries small writes and large ones both
+// ways. Any other refusal fails the open, naming the call.
 BOOST_FIXTURE_TEST_CASE(a_device_refusing_inline_data_gets_a_stream_without_it, stream_fixture) {
     run(ctx, [&]() -> awaitable<void> {
         {
@@ -876,16 +878,24 @@ BOOST_FIXTURE_TEST_CASE(a_device_refusing_inline_data_gets_a_stream_without_it, 
             stream_pair p(ctx);
             co_await p.open();
             BOOST_TEST(faults::clear() == 0, "the refusal was not reached");
+            ibv_qp* client_qp = p.client.id().native_handle()->qp;
+            ibv_qp* server_qp = p.server.id().native_handle()->qp;
+            post_send_recorder posts({client_qp, server_qp});
             const auto up = random_bytes(100'000, 1), down = random_bytes(100'000, 2);
             std::vector<std::byte> got_up, got_down;
             co_await (
-                send_all(p.client, up, 100, 3) && [&]() -> awaitable<void> {
+                send_all(p.client, up, 64, 3) && [&]() -> awaitable<void> {
                     got_up = co_await receive_all(p.server, 70'000, 4);
-                }() && send_all(p.server, down, 70'000, 5) && [&]() -> awaitable<void> {
-                    got_down = co_await receive_all(p.client, 100, 6);
+                }() && send_all(p.server, down, 64, 5) && [&]() -> awaitable<void> {
+                    got_down = co_await receive_all(p.client, 70'000, 6);
                 }());
             BOOST_TEST((got_up == up), "client to server: the bytes differ");
             BOOST_TEST((got_down == down), "server to client: the bytes differ");
+            const auto inlined = [](const std::vector<unsigned>& flags) {
+                return std::ranges::count_if(flags, [](unsigned f) { return (f & IBV_SEND_INLINE) != 0; });
+            };
+            BOOST_TEST(inlined(posts.flags(client_qp)) == 0);
+            BOOST_TEST(inlined(posts.flags(server_qp)) > 0);
         }
         faults::inject("rdma_create_qp", ENOMEM);
         stream_pair p(ctx);
@@ -895,6 +905,40 @@ BOOST_FIXTURE_TEST_CASE(a_device_refusing_inline_data_gets_a_stream_without_it, 
         BOOST_TEST((ec == boost::system::errc::not_enough_memory), ec.message());
         BOOST_TEST(std::string_view(ec.location().function_name()) == "rdma_create_qp");
         BOOST_TEST(!p.client.is_open());
+    }());
+}
+
+// Empty reads and writes complete at once with nothing, also beside an operation of their
+// kind that waits (Asio's TLS stream reads nothing so to end an operation) and after the
+// end of the data.
+BOOST_FIXTURE_TEST_CASE(empty_operations_complete_at_once_beside_waiting_ones, stream_fixture) {
+    run(ctx, [&]() -> awaitable<void> {
+        stream_pair p(ctx);
+        co_await p.open();
+        std::array<std::byte, 16> buf{};
+        auto waiting = [&]() -> awaitable<std::size_t> { // (started first: the context runs them in turn)
+            co_return co_await p.client.async_read_some(asio::buffer(buf), use_awaitable);
+        };
+        auto empty = [&]() -> awaitable<void> {
+            auto [e1, n1] = co_await p.client.async_read_some(asio::mutable_buffer(), asio::as_tuple(use_awaitable));
+            BOOST_TEST(!e1, e1.message());
+            BOOST_TEST(n1 == 0u);
+            auto [e2, b2] = co_await p.client.async_read_in_place(0, asio::as_tuple(use_awaitable));
+            BOOST_TEST(!e2, e2.message());
+            BOOST_TEST(b2.size() == 0u);
+            co_await p.client.async_shutdown(use_awaitable);
+            auto [e3, n3] = co_await p.client.async_write_some(asio::const_buffer(), asio::as_tuple(use_awaitable));
+            BOOST_TEST(!e3, e3.message());
+            BOOST_TEST(n3 == 0u);
+            auto [e4, b4] = co_await p.client.async_prepare_write(0, asio::as_tuple(use_awaitable));
+            BOOST_TEST(!e4, e4.message());
+            BOOST_TEST(b4.size() == 0u);
+            co_await asio::async_write(p.server, asio::buffer("x", 1), use_awaitable); // (the waiting read's)
+        };
+        const std::size_t read = co_await (waiting() && empty());
+        BOOST_TEST(read == 1u);
+        p.server.close();
+        p.client.close();
     }());
 }
 

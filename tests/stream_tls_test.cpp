@@ -71,7 +71,8 @@ std::vector<unsigned char> random_bytes(std::size_t n, unsigned seed) {
     return v;
 }
 
-// Both ends of a stream, each under TLS, handshaken.
+// Both ends of a stream, each under TLS, handshaken. (Made before the streams open: their
+// executor is the same context's before and after.)
 struct tls_pair {
     stream_pair p;
     ssl::context server_ctx = server_context(), client_ctx = client_context();

@@ -107,7 +107,8 @@ struct accept_stream_op {
 /// read of the receive ring itself (`async_read_in_place`, then `consume`). A read
 /// completes with at least one byte; after the peer's `shutdown` and everything it sent
 /// before, with `asio::error::eof`. Empty buffers complete with 0 at once (never inside the
-/// call).
+/// call), also beside an operation of their kind that waits, and after a `shutdown` (as a
+/// socket's: Asio's TLS stream reads nothing so to finish an operation).
 ///
 /// **Errors**: `asio::error::connection_reset` once the connection is lost (the peer closed
 /// without a shutdown, its host or device went, a send failed); errc::protocol_error when the

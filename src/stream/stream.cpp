@@ -10,6 +10,7 @@
 
 #include <limits>
 #include <memory>
+#include <string_view>
 #include <utility>
 
 namespace rdmacm::detail {
@@ -56,7 +57,8 @@ namespace {
 // send ring wraps; a small message's send from three (its header, then its bytes). A
 // message with up to 64 bytes of data goes inline, as rsockets' sends of up to 64 bytes do
 // (siw takes 80 bytes inline, rxe 512); a device that takes fewer may refuse the queue pair
-// (EINVAL: some take 32 or 48), and the stream is then made without.
+// (EINVAL: some take 32 or 48), and the stream is then made without. (rdma-core 44's
+// rdma_create_qp passes the provider's EINVAL on: seen with siw asked 96, rxe 1,024.)
 std::shared_ptr<qp_impl> make_queue_pair(const std::shared_ptr<id_impl>& id, const stream_options& options) {
     queue_pair_options qp{.max_send_wr = 3 * options.send_depth + 2,
                           .max_recv_wr = options.depth,
@@ -67,7 +69,9 @@ std::shared_ptr<qp_impl> make_queue_pair(const std::shared_ptr<id_impl>& id, con
     try {
         return qp_impl::create(id, qp);
     } catch (const boost::system::system_error& e) {
-        if (e.code() != boost::system::errc::invalid_argument) throw;
+        if (e.code() != boost::system::errc::invalid_argument ||
+            std::string_view(e.code().location().function_name()) != "rdma_create_qp")
+            throw;
     }
     qp.max_inline_data = 0;
     return qp_impl::create(id, qp);

@@ -25,8 +25,9 @@ void stream_impl::read(handler h, const mutable_buffer_list& buffers) {
     const std::uint64_t id = on_cancellation(h.get_cancellation_slot(), &stream_impl::cancel_read);
     std::lock_guard lock(mutex_);
     if (closed_) return post_completion(std::move(h), errc::not_open, 0);
-    if (reading()) return post_completion(std::move(h), errc::operation_in_progress, 0);
+    // (Empty, at once even beside a read that waits: Asio's TLS stream makes such reads.)
     if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
+    if (reading()) return post_completion(std::move(h), errc::operation_in_progress, 0);
     reader_.emplace(waiting_read{std::move(h), buffers, id});
     progress(); // woken at once if there is something to read
 }
@@ -36,8 +37,8 @@ void stream_impl::read_in_place(view_handler h, std::size_t max_size) {
     std::lock_guard lock(mutex_);
     const boost::asio::const_buffer none;
     if (closed_) return post_completion(std::move(h), errc::not_open, none);
-    if (reading()) return post_completion(std::move(h), errc::operation_in_progress, none);
     if (max_size == 0) return post_completion(std::move(h), {}, none);
+    if (reading()) return post_completion(std::move(h), errc::operation_in_progress, none);
     viewer_.emplace(waiting_view{std::move(h), max_size, id});
     progress(); // woken at once if there is something to read
 }

@@ -110,10 +110,10 @@ void stream_impl::write(handler h, const const_buffer_list& buffers) {
     const std::uint64_t id = on_cancellation(h.get_cancellation_slot(), &stream_impl::cancel_write);
     std::lock_guard lock(mutex_);
     if (closed_) return post_completion(std::move(h), errc::not_open, 0);
+    if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0); // (as a socket's: at once)
     if (writing()) return post_completion(std::move(h), errc::operation_in_progress, 0);
     if (end_ != end_state::none) return post_completion(std::move(h), boost::asio::error::broken_pipe, 0);
     if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), 0);
-    if (buffers.bytes == 0) return post_completion(std::move(h), {}, 0);
     writer_.emplace(waiting_write{std::move(h), buffers, id});
     progress(); // copied into the send ring if it has room, sent as the window and the peer's ring allow
 }
@@ -123,10 +123,10 @@ void stream_impl::prepare_write(fill_handler h, std::size_t max_size) {
     std::lock_guard lock(mutex_);
     const boost::asio::mutable_buffer none;
     if (closed_) return post_completion(std::move(h), errc::not_open, none);
+    if (max_size == 0) return post_completion(std::move(h), {}, none);
     if (writing()) return post_completion(std::move(h), errc::operation_in_progress, none);
     if (end_ != end_state::none) return post_completion(std::move(h), boost::asio::error::broken_pipe, none);
     if (broken_) return post_completion(std::move(h), as_seen_by_user(broken_), none);
-    if (max_size == 0) return post_completion(std::move(h), {}, none);
     filler_.emplace(waiting_fill{std::move(h), max_size, id});
     progress(); // handed out if the send ring has room
 }

@@ -100,7 +100,17 @@ std::shared_ptr<qp_impl> qp_impl::create(const std::shared_ptr<id_impl>& id, con
         throw boost::system::system_error(RDMACM_CALL_ERRNO("ibv_query_device", e));
     if (rdma_create_qp(cm, options.pd, &attr) != 0)
         throw boost::system::system_error(RDMACM_CALL_ERROR("rdma_create_qp"));
-    auto self = std::make_shared<qp_impl>(passkey<qp_impl>{}, ex, std::move(res), options.poll_for);
+    // Out of memory here, the queue pair goes before the completion queue it uses (`res`
+    // still holds it), whose destroy fails while it does (EBUSY: it would stay). From then on
+    // the id keeps the qp_impl, closed or not (attach), and its destroy takes the queue pair
+    // first.
+    std::shared_ptr<qp_impl> self;
+    try {
+        self = std::make_shared<qp_impl>(passkey<qp_impl>{}, ex, res, options.poll_for);
+    } catch (...) {
+        rdma_destroy_qp(cm);
+        throw;
+    }
     self->qp_ = cm->qp;
     // What it was made with (at least what was asked for), within what one operation takes;
     // inline, what was asked (a device may grant some unasked: soft-RoCE 16 bytes an entry).

@@ -278,6 +278,7 @@ extern "C" int __real_ibv_destroy_cq(ibv_cq* cq);
 extern "C" int __wrap_ibv_destroy_cq(ibv_cq* cq) {
     rdmacm::test::faults::enter("ibv_destroy_cq", cq);
     const int result = __real_ibv_destroy_cq(cq);
+    if (result != 0) rdmacm::test::faults::enter("ibv_destroy_cq failed", cq); // (counted: one left behind)
     rdmacm::test::faults::enter("ibv_destroy_cq returned", cq);
     return result;
 }
