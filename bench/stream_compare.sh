@@ -1,10 +1,11 @@
 #!/bin/bash
-# stream_compare.sh BUILD_DIR DEVICE ADDRESS [REPEATS]: rdmacm::stream beside what an RDMA
-# user picks today, on one device, all in this one run:
+# stream_compare.sh BUILD_DIR DEVICE ADDRESS [REPEATS [SMALL_COUNT LARGE_COUNT]]:
+# rdmacm::stream beside what an RDMA user picks today, on one device, all in this one run:
 # - Transfers (bench/stream_bench): rstream's transfer test — after a 16-byte exchange, COUNT
-#   transfers of SIZE bytes one way, then back — 64 B x 10000 and 64 KiB x 1000 (runs of
-#   1000 x 64 B lasted 20 to 40 ms and swung by up to a factor of three: docs/internals.md,
-#   "Small messages inline"), the same options on both sides, for the stream
+#   transfers of SIZE bytes one way, then back — 64 B x SMALL_COUNT (10000) and 64 KiB x
+#   LARGE_COUNT (1000) (on one host runs of 1000 x 64 B lasted 20 to 40 ms and swung by up
+#   to a factor of three: docs/internals.md, "Small messages inline"), the same options on
+#   both sides, for the stream
 #   (event-driven, the default; event-driven with each write sent at once,
 #   stream_options::no_delay, where the default waits while a message is in flight,
 #   Nagle's rule; event-driven with 16 receives and send buffers
@@ -32,7 +33,7 @@
 # One untimed run of each first, then each measured REPEATS times alternately. A run that
 # fails or prints no result stops the script, saying so.
 set -euo pipefail
-build=$1 dev=$2 addr=$3 repeats=${4:-3}
+build=$1 dev=$2 addr=$3 repeats=${4:-3} small_count=${5:-10000} large_count=${6:-1000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
 # shellcheck source=bench/compare_lib.sh
@@ -107,7 +108,7 @@ limit() {
 
 count_with=()
 tools="stream stream_nodelay stream_many stream_inplace stream_poll rstream riostream tcp asio_tcp"
-for cfg in "64 10000" "65536 1000"; do
+for cfg in "64 $small_count" "65536 $large_count"; do
     read -r size count <<<"$cfg"
     declare -A usec=()
     for tool in $tools; do transfer "$tool" "$size" "$count"; done # (untimed)
