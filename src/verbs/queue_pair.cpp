@@ -178,6 +178,7 @@ error_code qp_impl::refusal(work_request::kind what, const gathered_buffers& fou
 // request at the post: then the device need not look up their region, nor read them when it
 // sends. (None for a request without bytes: nothing to copy.)
 bool qp_impl::fits_inline(std::span<const ibv_sge> buffers) const noexcept {
+    if (limits_.inline_bytes == 0) return false; // (none asked: no sum on every post)
     std::uint64_t bytes = 0;
     for (const ibv_sge& b : buffers) bytes += b.length;
     return bytes > 0 && bytes <= limits_.inline_bytes;
